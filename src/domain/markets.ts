@@ -1,0 +1,85 @@
+/**
+ * Exchanges, currencies and the supported (source, pair) table.
+ *
+ * Source: ../shared/spec/interface-spec.md "Supported exchange and asset pairs" and
+ * ../shared/spec/decisions.md "Exchanges". Wire values are DERIBIT, OKX, BYBIT; the spec words
+ * XCHG_A, XCHG_B, XCHG_C are accepted as aliases at the API edge (see {@link resolveSource}).
+ */
+
+/** Exchange wire value used everywhere inside the service. */
+export const SOURCES = ['DERIBIT', 'OKX', 'BYBIT'] as const;
+export type Source = (typeof SOURCES)[number];
+
+/** Spec aliases of the wire values (interface-spec.md uses XCHG_A/B/C). */
+export const SOURCE_ALIASES: Readonly<Record<string, Source>> = {
+  DERIBIT: 'DERIBIT',
+  XCHG_A: 'DERIBIT',
+  OKX: 'OKX',
+  XCHG_B: 'OKX',
+  BYBIT: 'BYBIT',
+  XCHG_C: 'BYBIT',
+};
+
+/** Price methods (exchange valuation conventions); OTC means DERIBIT (decisions.md). */
+export const PRICE_METHOD_ALIASES: Readonly<Record<string, Source>> = {
+  ...SOURCE_ALIASES,
+  OTC: 'DERIBIT',
+};
+
+export const BASE_CURRENCIES = ['BTC', 'ETH', 'SOL', 'XRP'] as const;
+export type BaseCurrency = (typeof BASE_CURRENCIES)[number];
+export const QUOTE_CURRENCIES = ['USD', 'USDC'] as const;
+export type QuoteCurrency = (typeof QUOTE_CURRENCIES)[number];
+
+/** A currency pair, e.g. BTC/USD. */
+export interface Pair {
+  readonly base: BaseCurrency;
+  readonly quote: QuoteCurrency;
+}
+
+/** `BTC/USD` style label of a pair. */
+export function pairLabel(p: Pair): string {
+  return `${p.base}/${p.quote}`;
+}
+
+/** Key of a (source, pair): `DERIBIT:BTC/USD` (decisions.md Kafka key format without the model). */
+export function pairKey(source: Source, p: Pair): string {
+  return `${source}:${p.base}/${p.quote}`;
+}
+
+/** The spec's pair table (vanilla, byDelta, byStrike, scenarios, forwardCurve, iVSummary). */
+export const SUPPORTED_PAIRS: Readonly<Record<Source, readonly Pair[]>> = {
+  DERIBIT: [
+    { base: 'BTC', quote: 'USD' },
+    { base: 'ETH', quote: 'USD' },
+    { base: 'SOL', quote: 'USDC' },
+    { base: 'XRP', quote: 'USDC' },
+  ],
+  OKX: [
+    { base: 'BTC', quote: 'USD' },
+    { base: 'ETH', quote: 'USD' },
+  ],
+  BYBIT: [
+    { base: 'BTC', quote: 'USDC' },
+    { base: 'ETH', quote: 'USDC' },
+    { base: 'SOL', quote: 'USDC' },
+  ],
+};
+
+/** True when the spec's table lists (source, pair). */
+export function isSupportedPair(source: Source, p: Pair): boolean {
+  return SUPPORTED_PAIRS[source].some((q) => q.base === p.base && q.quote === p.quote);
+}
+
+/**
+ * Whether CALL/PUT options of (source, pair) are inverse (premium in coin), per the spec's
+ * "inverse flag" rules: true for DERIBIT and OKX BTC/USD, ETH/USD; false otherwise.
+ */
+export function optionsAreInverse(source: Source, p: Pair): boolean {
+  return (source === 'DERIBIT' || source === 'OKX') && p.quote === 'USD';
+}
+
+/** Resolve a wire value or spec alias to a Source; undefined when unknown. */
+export function resolveSource(s: string): Source | undefined {
+  return SOURCE_ALIASES[s];
+}
