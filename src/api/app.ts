@@ -1,0 +1,48 @@
+/**
+ * The fastify application: zod validation (fastify-type-provider-zod), one error shape, and the
+ * routes, reading the cache only (the API never waits on the network; design.md).
+ * Plugins are registered in order: error handling, then routes (../shared/style.md, fastify/demo).
+ */
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../cache/marketCache.js';
+import { installErrorHandling } from './errors.js';
+import { fundingRoutes } from './routes/funding.js';
+import { healthRoutes } from './routes/health.js';
+import { forwardCurveRoutes } from './routes/forwardCurve.js';
+import { ivRoutes } from './routes/iv.js';
+import { vanillaRoutes } from './routes/vanilla.js';
+import { surfaceRoutes } from './routes/surface.js';
+
+export interface AppOptions {
+  readonly cache: MarketCache;
+  /** fastify logger option (a pino instance or options); false for none. */
+  readonly logger?: FastifyServerOptions['loggerInstance'] | false;
+  /** Largest accepted body, bytes (decisions.md: 1 MiB). */
+  readonly bodyLimit?: number;
+}
+
+/** Build (not start) the application. */
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
+    bodyLimit: opts.bodyLimit ?? 1024 * 1024,
+    requestTimeout: 10_000,
+    connectionTimeout: 10_000,
+    keepAliveTimeout: 5_000,
+    return503OnClosing: true,
+    ajv: undefined,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+
+  const { cache } = opts;
+  await app.register(healthRoutes(cache));
+  await app.register(vanillaRoutes(cache));
+  await app.register(ivRoutes(cache));
+  await app.register(forwardCurveRoutes(cache));
+  await app.register(fundingRoutes(cache));
+  await app.register(surfaceRoutes(cache));
+  return app;
+}

@@ -1,0 +1,97 @@
+/**
+ * POST /api/v1/global/data/iV/byStrike and /byDelta (spec sections 3 and 4).
+ *
+ * byStrike: the surface's vol at (expiry, strike). byDelta: the strike whose plain forward Black
+ * CALL delta N(d1) equals the target, solved on the smile (decisions.md), then the vol there.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../../cache/marketCache.js';
+import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
+import { ApiError } from '../errors.js';
+import { expiryPoint } from '../market.js';
+import { ByDeltaBody, ByStrikeBody } from '../schemas.js';
+import { assertServable, checkExpiry, checkModel, DetailCollector, resolvePair } from '../rules.js';
+import type { Pair, Source } from '../../domain/markets.js';
+import type { VolatilityModel } from '../../cache/snapshot.js';
+
+interface IvItemBase {
+  baseCurrency: Pair['base'];
+  quoteCurrency: Pair['quote'];
+  source: string;
+  volatilityModel: VolatilityModel;
+  expirationTimestamp: number;
+}
+
+/** Validate every item (400 naming all bad items), then check each pair is servable (503). */
+export function resolveIvItems<T extends IvItemBase>(cache: MarketCache, items: readonly T[]) {
+  const errs = new DetailCollector();
+  const resolved = items.map((it, i) => {
+    const prefix = `[${i}].`;
+    const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
+    checkModel(errs, prefix, it.volatilityModel);
+    checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+    return r;
+  });
+  errs.throwIfAny('request');
+  return resolved.map((r, i) => {
+    const { source, pair } = r as { source: Source; pair: Pair };
+    const model = items[i]!.volatilityModel;
+    assertServable(cache, source, pair, model);
+    const snap = cache.getSurface(source, pair, model)!;
+    return { source, pair, snap, point: expiryPoint(snap, items[i]!.expirationTimestamp) };
+  });
+}
+
+export const ivRoutes =
+  (cache: MarketCache): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.post(
+      '/api/v1/global/data/iV/byStrike',
+      { schema: { summary: 'Implied volatility at a target strike (1 to 50 items)', body: ByStrikeBody } },
+      async (req) => {
+        const items = req.body;
+        const resolved = resolveIvItems(cache, items);
+        return items.map((it, i) => {
+          const { point } = resolved[i]!;
+          return {
+            instrumentId: it.instrumentId,
+            observationTimestamp: point.observationTimestamp,
+            impliedVolatility: point.vol(it.strike),
+            spotPrice: point.spot,
+            forwardPrice: point.forward,
+          };
+        });
+      },
+    );
+
+    app.post(
+      '/api/v1/global/data/iV/byDelta',
+      { schema: { summary: 'Implied volatility at a target (forward Black call) delta (1 to 50 items)', body: ByDeltaBody } },
+      async (req) => {
+        const items = req.body;
+        const resolved = resolveIvItems(cache, items);
+        return items.map((it, i) => {
+          const { point } = resolved[i]!;
+          let strike: number;
+          try {
+            strike = strikeFromDelta(it.delta, point.forward, Math.max(point.T, 1 / (365 * 86400)), point.vol);
+          } catch (err) {
+            throw new ApiError(400, `no strike has call delta ${it.delta} on the ${it.volatilityModel} smile of that expiry: ${(err as Error).message}`, [
+              { path: `[${i}].delta`, message: 'No strike has this delta on the smile' },
+            ]);
+          }
+          return {
+            instrumentId: it.instrumentId,
+            baseCurrency: it.baseCurrency,
+            quoteCurrency: it.quoteCurrency,
+            source: it.source,
+            volatilityModel: it.volatilityModel,
+            observationTimestamp: point.observationTimestamp,
+            impliedVolatility: point.vol(strike),
+            spotPrice: point.spot,
+            forwardPrice: point.forward,
+          };
+        });
+      },
+    );
+  };

@@ -1,0 +1,51 @@
+/**
+ * GET /api/v1/global/data/surface (additive to the spec): the calibrated surface of one
+ * (source, pair, model): listed expiries with their forward, model parameters, ATM vol and fit
+ * diagnostics. Also the way to find the expiries the service lists (README).
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../../cache/marketCache.js';
+import { SurfaceQuery } from '../schemas.js';
+import { assertServable, checkModel, DetailCollector, resolvePair } from '../rules.js';
+
+export const surfaceRoutes =
+  (cache: MarketCache): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.get(
+      '/api/v1/global/data/surface',
+      {
+        schema: {
+          summary: 'Calibrated surface: listed expiries, forwards, model parameters and fit diagnostics',
+          querystring: SurfaceQuery,
+        },
+      },
+      async (req) => {
+        const q = req.query;
+        const errs = new DetailCollector();
+        const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
+        checkModel(errs, '', q.volatilityModel);
+        errs.throwIfAny('query');
+        const { source, pair } = r!;
+        assertServable(cache, source, pair, q.volatilityModel);
+        const snap = cache.getSurface(source, pair, q.volatilityModel)!;
+        return {
+          source: q.source,
+          baseCurrency: q.baseCurrency,
+          quoteCurrency: q.quoteCurrency,
+          volatilityModel: q.volatilityModel,
+          observationTimestamp: snap.observationTimestamp,
+          spotPrice: snap.spot,
+          sequence: snap.sequence,
+          calibrationMs: snap.calibrationMs,
+          expiries: snap.slices.map((s) => ({
+            expirationTimestamp: s.expirationTimestamp,
+            T: s.T,
+            forwardPrice: s.forward,
+            atmVol: snap.surface.impliedVol(s.T, s.forward, s.forward),
+            parameters: s.params,
+            diagnostics: s.fit,
+          })),
+        };
+      },
+    );
+  };

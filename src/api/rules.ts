@@ -1,0 +1,119 @@
+/**
+ * Request rules that need the market table, the calibrated models or the clock, applied to every
+ * item of a batch before anything is computed: a batch with any invalid item is rejected whole,
+ * with `details` naming every bad item (decisions.md "Errors").
+ */
+import type { Clock } from '../domain/clock.js';
+import {
+  SUPPORTED_PAIRS,
+  isSupportedPair,
+  optionsAreInverse,
+  PRICE_METHOD_ALIASES,
+  resolveSource,
+  type BaseCurrency,
+  type Pair,
+  type QuoteCurrency,
+  type Source,
+} from '../domain/markets.js';
+import type { VolatilityModel } from '../cache/snapshot.js';
+import type { MarketCache } from '../cache/marketCache.js';
+import { ApiError, badRequest, type ErrorDetail } from './errors.js';
+
+/** Models calibrated by this build; the others answer 400 "not available yet". */
+export const AVAILABLE_MODELS: ReadonlySet<VolatilityModel> = new Set<VolatilityModel>(['SVI']);
+
+/** Collects item errors of one request. */
+export class DetailCollector {
+  readonly details: ErrorDetail[] = [];
+  add(path: string, message: string): void {
+    this.details.push({ path, message });
+  }
+  /** @throws ApiError 400 when anything was collected */
+  throwIfAny(what: string): void {
+    if (this.details.length > 0) {
+      throw badRequest(`invalid ${what}: ${this.details.length} problem${this.details.length > 1 ? 's' : ''}`, this.details);
+    }
+  }
+}
+
+/**
+ * Resolve source alias + pair and check it against the spec's pair table.
+ * @returns undefined (and a detail recorded) when unsupported
+ */
+export function resolvePair(
+  errs: DetailCollector,
+  prefix: string,
+  sourceValue: string,
+  base: BaseCurrency,
+  quote: QuoteCurrency,
+): { source: Source; pair: Pair } | undefined {
+  const source = resolveSource(sourceValue);
+  if (!source) {
+    errs.add(`${prefix}source`, `Unknown source ${sourceValue}`);
+    return undefined;
+  }
+  const pair: Pair = { base, quote };
+  if (!isSupportedPair(source, pair)) {
+    const listed = SUPPORTED_PAIRS[source].map((p) => `${p.base}/${p.quote}`).join(', ');
+    errs.add(`${prefix}baseCurrency`, `${sourceValue} does not list ${base}/${quote} (supported: ${listed})`);
+    return undefined;
+  }
+  return { source, pair };
+}
+
+/** Check a volatility model is calibrated by this build. */
+export function checkModel(errs: DetailCollector, prefix: string, model: VolatilityModel): void {
+  if (!AVAILABLE_MODELS.has(model)) {
+    errs.add(`${prefix}volatilityModel`, `${model} is not available yet (available: ${[...AVAILABLE_MODELS].join(', ')})`);
+  }
+}
+
+/** expirationTimestamp must be >= the service clock (the replay clock in replay). */
+export function checkExpiry(errs: DetailCollector, prefix: string, expirationTimestamp: number, clock: Clock): void {
+  const now = clock.now();
+  if (expirationTimestamp < now) {
+    errs.add(
+      `${prefix}expirationTimestamp`,
+      `Must be >= current time (${Math.floor(now)} = ${new Date(now * 1000).toISOString()})`,
+    );
+  }
+}
+
+/**
+ * The inverse flag per the spec's rules. For CALL/PUT it must match the pair's convention; for
+ * FORWARD/PERPETUAL it must match whether the exchange's futures of that pair are inverse (the
+ * same convention here: coin-settled USD pairs are inverse, USDC pairs linear).
+ * @returns the effective flag
+ */
+export function resolveInverse(
+  errs: DetailCollector,
+  prefix: string,
+  source: Source,
+  pair: Pair,
+  given: boolean | undefined,
+): boolean {
+  const expected = optionsAreInverse(source, pair);
+  if (given !== undefined && given !== expected) {
+    errs.add(
+      `${prefix}inverse`,
+      `Must be ${expected} for ${source} ${pair.base}/${pair.quote} (${expected ? 'coin-settled, inverse' : 'linear'})`,
+    );
+  }
+  return expected;
+}
+
+/** Resolve a priceMethod value (OTC = DERIBIT). */
+export function resolvePriceMethod(value: string): Source {
+  const s = PRICE_METHOD_ALIASES[value];
+  if (!s) throw badRequest(`Unknown priceMethod ${value}`);
+  return s;
+}
+
+/**
+ * Throw 503 when (source, pair) cannot be served now: not connected, warming up, or stale.
+ * The message says which and since when (decisions.md).
+ */
+export function assertServable(cache: MarketCache, source: Source, pair: Pair, model: VolatilityModel | null): void {
+  const u = cache.unavailable(source, pair, model);
+  if (u) throw new ApiError(503, u.message, undefined, { 'retry-after': u.reason === 'not-connected' ? '60' : '5' });
+}

@@ -1,0 +1,94 @@
+/**
+ * Request schemas of the REST API, exactly per ../shared/spec/interface-spec.md (field names,
+ * enums, batch limits) and ../shared/spec/decisions.md (aliases, limits the spec leaves open).
+ * Shape and per-field rules live here; rules that need the market or the clock (supported pair,
+ * expiry >= now, inverse flag consistency) are checked in src/api/rules.ts.
+ */
+import { z } from 'zod';
+import { BASE_CURRENCIES, QUOTE_CURRENCIES } from '../domain/markets.js';
+import { VOLATILITY_MODELS } from '../cache/snapshot.js';
+
+/** Source values: wire values and the spec's aliases (decisions.md). */
+export const SourceValue = z.enum(['DERIBIT', 'OKX', 'BYBIT', 'XCHG_A', 'XCHG_B', 'XCHG_C']);
+/** priceMethod values: the sources plus OTC (= DERIBIT). */
+export const PriceMethodValue = z.enum(['DERIBIT', 'OKX', 'BYBIT', 'XCHG_A', 'XCHG_B', 'XCHG_C', 'OTC']);
+export const BaseCurrencyValue = z.enum(BASE_CURRENCIES);
+export const QuoteCurrencyValue = z.enum(QUOTE_CURRENCIES);
+export const VolatilityModelValue = z.enum(VOLATILITY_MODELS);
+
+const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
+const positive = z.number().finite().gt(0, 'Must be > 0');
+const timestampS = z.number().finite().nonnegative('Must be a Unix time in seconds');
+
+/** Batch of 1..max items. */
+function batch<T extends z.ZodType>(item: T, max: number) {
+  return z.array(item).min(1, `Must hold 1 to ${max} items`).max(max, `Must hold 1 to ${max} items`);
+}
+
+/** POST /api/v1/global/optionValuation/vanilla item (spec section 2). */
+export const VanillaItem = z.object({
+  instrumentId,
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  /** Instrument nominal, base-currency units. */
+  amount: z.number().finite(),
+  vanillaOptionType: z.enum(['CALL', 'PUT', 'FORWARD']).optional(),
+  source: SourceValue,
+  inverse: z.boolean().optional(),
+  priceMethod: PriceMethodValue,
+  expirationTimestamp: timestampS,
+  strike: positive.optional(),
+  volatilityModel: VolatilityModelValue,
+});
+export type VanillaItem = z.infer<typeof VanillaItem>;
+export const VanillaBody = batch(VanillaItem, 50);
+
+/** POST /api/v1/global/data/iV/byStrike item (spec section 4). */
+export const ByStrikeItem = z.object({
+  instrumentId,
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  source: SourceValue,
+  volatilityModel: VolatilityModelValue,
+  expirationTimestamp: timestampS,
+  strike: positive,
+});
+export type ByStrikeItem = z.infer<typeof ByStrikeItem>;
+export const ByStrikeBody = batch(ByStrikeItem, 50);
+
+/**
+ * POST /api/v1/global/data/iV/byDelta item (spec section 3). The target is a forward Black CALL
+ * delta, 0.01 < delta < 0.99 (decisions.md: 0.75 is the 25-delta put strike).
+ */
+export const ByDeltaItem = z.object({
+  instrumentId,
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  source: SourceValue,
+  volatilityModel: VolatilityModelValue,
+  expirationTimestamp: timestampS,
+  delta: z.number().finite().gt(0.01, 'Must be > 0.01').lt(0.99, 'Must be < 0.99 (a call delta; 0.75 is the 25-delta put)'),
+});
+export type ByDeltaItem = z.infer<typeof ByDeltaItem>;
+export const ByDeltaBody = batch(ByDeltaItem, 50);
+
+/** Query of GET forwardCurve (spec section 7). */
+export const PairQuery = z.object({
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  source: SourceValue,
+});
+
+/** Query of GET fundingRates (spec section 6). Times in Unix seconds. */
+export const FundingRatesQuery = z.object({
+  source: SourceValue,
+  instrumentId,
+  startTime: z.coerce.number().finite().nonnegative('Must be a Unix time in seconds'),
+  endTime: z.coerce.number().finite().nonnegative('Must be a Unix time in seconds'),
+});
+
+/** Query of GET fundingInstruments (decisions.md). */
+export const FundingInstrumentsQuery = z.object({ source: SourceValue });
+
+/** Query of GET surface (additive to the spec; issue 4 "fit diagnostics"). */
+export const SurfaceQuery = PairQuery.extend({ volatilityModel: VolatilityModelValue });

@@ -1,0 +1,72 @@
+/**
+ * Service configuration from environment variables, validated by zod at start-up.
+ *
+ * A bad value stops the service with ONE clear line naming the variable (see {@link loadConfig}).
+ * Defaults give the embedded simulated market with no configuration at all.
+ */
+import { z } from 'zod';
+
+const bool = z.stringbool();
+
+export const ConfigSchema = z
+  .object({
+    /** TCP port of the REST API. */
+    PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+    /** Interface to bind (loopback by default). */
+    HOST: z.string().min(1).default('127.0.0.1'),
+    /** Where market data comes from: the embedded simulator, the real exchanges, or a recorded file. */
+    MARKET_SOURCE: z.enum(['simulated', 'live', 'replay']).default('simulated'),
+    /** JSON Lines file of recorded Deribit WebSocket messages (MARKET_SOURCE=replay). */
+    REPLAY_FILE: z.string().min(1).optional(),
+    /** Replay speed: 0 = as fast as possible, 1 = recorded speed, 10 = ten times faster. */
+    REPLAY_SPEED: z.coerce.number().min(0).default(0),
+    /** Data older than this many seconds is stale: REST answers 503 instead of a silent stale value. */
+    STALE_AFTER_S: z.coerce.number().positive().default(30),
+    /** pino log level. */
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    /** Deribit WebSocket URL for `live` (the simulator's URL is used for `simulated`). */
+    DERIBIT_WS_URL: z.string().url().default('wss://www.deribit.com/ws/api/v2'),
+    /** Minimum milliseconds between two recalibrations of one (source, pair). */
+    CALIBRATION_THROTTLE_MS: z.coerce.number().int().min(0).default(250),
+    /** Simulator: seed of the stochastic market (simulated mode). */
+    SIM_SEED: z.coerce.number().int().default(42),
+    /** Pretty logs (default: on when stdout is a terminal). */
+    LOG_PRETTY: bool.optional(),
+  })
+  .superRefine((c, ctx) => {
+    if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE) {
+      ctx.addIssue({ code: 'custom', path: ['REPLAY_FILE'], message: 'is required when MARKET_SOURCE=replay' });
+    }
+  });
+
+/** The validated configuration. */
+export type Config = z.infer<typeof ConfigSchema>;
+
+/** Thrown by {@link loadConfig} with a one-line message naming the bad variable(s). */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+/**
+ * Parse and validate the configuration from `env` (default process.env).
+ * Empty strings count as unset.
+ * @throws ConfigError with one line such as `invalid configuration: PORT: Too big: expected number to be <=65535 (got "70000")`.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const keys = Object.keys(ConfigSchema.shape);
+  const picked: Record<string, string> = {};
+  for (const k of keys) {
+    const v = env[k];
+    if (v !== undefined && v !== '') picked[k] = v;
+  }
+  const r = ConfigSchema.safeParse(picked);
+  if (!r.success) {
+    const parts = r.error.issues.map((i) => {
+      const key = String(i.path[0] ?? '');
+      const got = key in picked ? ` (got ${JSON.stringify(picked[key])})` : '';
+      return `${key}: ${i.message}${got}`;
+    });
+    throw new ConfigError(`invalid configuration: ${parts.join('; ')}`);
+  }
+  return r.data;
+}

@@ -1,0 +1,56 @@
+/**
+ * Entry point: `npm start`. Reads the configuration from the environment (a bad value stops with
+ * one clear line), starts the service, logs where it listens, and shuts down gracefully on
+ * SIGINT/SIGTERM.
+ */
+import { ConfigError, loadConfig } from './config.js';
+import { createLogger } from './logger.js';
+import { startService } from './service.js';
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = createLogger(config.LOG_LEVEL, config.LOG_PRETTY);
+  logger.info({ marketSource: config.MARKET_SOURCE, port: config.PORT, host: config.HOST }, 'starting vol-surface service');
+  const svc = await startService(config, logger);
+  logger.info({ url: svc.url }, `REST API listening at ${svc.url} (readiness: ${svc.url}/ready)`);
+
+  const readyTimer = setInterval(() => {
+    if (svc.cache.expected().length > 0 && svc.cache.missing().length === 0) {
+      clearInterval(readyTimer);
+      logger.info({ url: svc.url }, `ready: every configured pair has a calibrated surface at ${svc.url}`);
+    }
+  }, 250);
+  readyTimer.unref();
+
+  let closing = false;
+  const shutdown = (signal: string): void => {
+    if (closing) return;
+    closing = true;
+    logger.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    svc.stop().then(
+      () => process.exit(0),
+      (err) => {
+        logger.error({ err }, 'error during shutdown');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+main().catch((err) => {
+  process.stderr.write(`fatal: ${(err as Error)?.stack ?? String(err)}\n`);
+  process.exit(1);
+});

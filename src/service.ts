@@ -1,0 +1,129 @@
+/**
+ * Composition of the service: market source -> adapters -> streams -> cache -> REST.
+ *
+ * `simulated` (default): the embedded Deribit simulator is started in-process on 127.0.0.1 and the
+ * real Deribit adapter connects to it over a real socket (only the URL differs from `live`).
+ * `live`: the real Deribit WebSocket. `replay`: a recorded JSON Lines file through the same
+ * normalizer, with the messages' own time as the service clock.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { merge, type Observable } from 'rxjs';
+import type { Config } from './config.js';
+import { MarketClock, systemClock, type Clock } from './domain/clock.js';
+import type { MarketEvent } from './domain/events.js';
+import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
+import { MarketCache } from './cache/marketCache.js';
+import { buildApp } from './api/app.js';
+import { startPipelines } from '../streams/pipeline.js';
+import type { MarketFeed } from '../adapters/types.js';
+import { DeribitFeed } from '../adapters/deribit/feed.js';
+import { ReplayFeed } from '../adapters/replay/replayFeed.js';
+import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
+
+/** A running service. */
+export interface RunningService {
+  readonly app: FastifyInstance;
+  readonly cache: MarketCache;
+  readonly clock: Clock;
+  readonly feeds: readonly MarketFeed[];
+  /** Base URL of the REST API, e.g. http://127.0.0.1:8080 */
+  readonly url: string;
+  /** URL of the embedded simulator (simulated mode), for tests and logs. */
+  readonly simulatorUrl: string | null;
+  /** Fault hooks of the embedded simulator (simulated mode). */
+  readonly simulator: Awaited<ReturnType<typeof startDeribitSimulator>> | null;
+  /** Resolves when the replay file has been read completely (replay mode). */
+  readonly replayDone: Promise<void> | null;
+  /** Graceful stop: HTTP first, then feeds, then the simulator. */
+  stop(): Promise<void>;
+}
+
+/** Test and embedding overrides. */
+export interface ServiceOverrides {
+  /** Simulator port (default 0 = any free port). */
+  readonly simulatorPort?: number;
+  /** Deribit feed options merged over the defaults (heartbeat, silence timeout...). */
+  readonly deribit?: Partial<ConstructorParameters<typeof DeribitFeed>[0]>;
+  /** Simulator options merged over the defaults. */
+  readonly simulator?: Partial<Parameters<typeof startDeribitSimulator>[0]>;
+}
+
+const DERIBIT_PAIRS: readonly Pair[] = SUPPORTED_PAIRS.DERIBIT;
+
+/** Start everything per `config`; resolves once the HTTP server listens. */
+export async function startService(config: Config, logger: Logger, overrides: ServiceOverrides = {}): Promise<RunningService> {
+  const replay = config.MARKET_SOURCE === 'replay';
+  const clock: Clock = replay ? new MarketClock() : systemClock;
+  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : DERIBIT_PAIRS.map((pair) => ({ source: 'DERIBIT' as const, pair }));
+  const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
+
+  let simulator: RunningService['simulator'] = null;
+  const feeds: MarketFeed[] = [];
+  let replayDone: Promise<void> | null = null;
+  const feedLogger = logger.child({ component: 'feed' });
+
+  if (config.MARKET_SOURCE === 'simulated') {
+    simulator = await startDeribitSimulator({ port: overrides.simulatorPort ?? 0, host: '127.0.0.1', seed: config.SIM_SEED, ...overrides.simulator });
+    logger.info({ url: simulator.url }, 'simulated Deribit exchange listening');
+    feeds.push(new DeribitFeed({ url: simulator.url, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
+  } else if (config.MARKET_SOURCE === 'live') {
+    feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
+  } else {
+    const feed = new ReplayFeed({ path: config.REPLAY_FILE!, speed: config.REPLAY_SPEED, clock: clock as MarketClock, logger: feedLogger });
+    feeds.push(feed);
+    replayDone = feed.done.then(() => undefined);
+  }
+
+  const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
+  const seenPairs = new Set<string>();
+  const pipelines = startPipelines(events$, {
+    cache,
+    clock,
+    throttleMs: config.CALIBRATION_THROTTLE_MS,
+    logger: logger.child({ component: 'streams' }),
+    onCalibrated: (r) => {
+      const key = `${r.source}:${r.pair.base}/${r.pair.quote}`;
+      if (replay && !seenPairs.has(key)) {
+        // In replay the pairs to wait for are the pairs the recording holds.
+        seenPairs.add(key);
+        cache.setExpectedPairs([...cache.expected(), { source: r.source, pair: r.pair }]);
+      }
+      if (r.surface && r.surface.sequence === 1) {
+        logger.info(
+          { source: r.source, pair: `${r.pair.base}/${r.pair.quote}`, expiries: r.surface.slices.length, ms: Math.round(r.calibrationMs) },
+          'first surface calibrated',
+        );
+      }
+    },
+  });
+
+  const app = await buildApp({ cache, logger: logger.child({ component: 'http' }) });
+  await app.listen({ port: config.PORT, host: config.HOST });
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
+  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+
+  for (const f of feeds) f.start();
+
+  let stopped = false;
+  return {
+    app,
+    cache,
+    clock,
+    feeds,
+    url,
+    simulatorUrl: simulator?.url ?? null,
+    simulator,
+    replayDone,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await app.close();
+      await Promise.all(feeds.map((f) => f.stop()));
+      pipelines.unsubscribe();
+      cache.updates$.complete();
+      if (simulator) await simulator.close();
+    },
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * One recalibration of a (source, pair) chain: per listed expiry a raw-SVI fit to the
+ * out-of-the-money mark IVs, the surface across expiries in total variance, and the forward curve.
+ * Pure apart from measuring its own duration; deterministic for a given chain view (no warm start
+ * from earlier fits, so a replay gives identical snapshots).
+ *
+ * Rules (docs/conventions.md):
+ * - T = (expiry - observationTimestamp) / (365 * 86400); expiries closer than
+ *   {@link MIN_EXPIRY_SECONDS} are left out of the fit (they roll off before they expire);
+ * - the expiry's forward is the exchange's own (Deribit `underlying_price`) from the newest option
+ *   quote of that expiry; futures supply forwards of expiries without options;
+ * - quotes used: one per strike, the out-of-the-money side (put below the forward, call at or
+ *   above it), mark IV within (0.01, 5); bid/ask IVs passed for spread weighting;
+ * - sparse expiries are fitted with fewer free parameters, shaped by the nearest fully fitted
+ *   expiry (the calibrator's `prior`).
+ */
+import { performance } from 'node:perf_hooks';
+import type { FutureQuote, OptionQuote } from '../src/domain/events.js';
+import type {
+  ExpirySlice,
+  ForwardCurveSnapshot,
+  ForwardPoint,
+  SmileQuote,
+  SurfaceSnapshot,
+} from '../src/cache/snapshot.js';
+import { calibrateSvi, type SviCalibrationResult } from '../src/quant/sviCalibration.js';
+import type { SviParams } from '../src/quant/svi.js';
+import { VolSurface } from '../src/quant/surface.js';
+import { ForwardCurve } from '../src/quant/forwardCurve.js';
+import type { ChainView } from './chainState.js';
+
+/** Seconds in an ACT/365 year. */
+const YEAR_S = 365 * 86400;
+/** Expiries closer than this (1 hour) are not fitted. */
+export const MIN_EXPIRY_SECONDS = 3600;
+/** Mark IVs outside this range are not quotes (Deribit prints 0 or absurd values on dead strikes). */
+const MIN_IV = 0.01;
+const MAX_IV = 5;
+/** Fits with at least this many quotes serve as the shape prior of sparse neighbours. */
+const FULL_FIT_QUOTES = 7;
+
+/** Outcome of one chain calibration. */
+export interface CalibrationResult {
+  readonly source: ChainView['source'];
+  readonly pair: ChainView['pair'];
+  /** Null when no expiry could be fitted (no quotes, no spot). */
+  readonly surface: SurfaceSnapshot | null;
+  /** Null when the chain has no spot yet. */
+  readonly forwardCurve: ForwardCurveSnapshot | null;
+  /** Expiries skipped and why. */
+  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
+  readonly calibrationMs: number;
+}
+
+interface ExpiryGroup {
+  readonly expirationTimestamp: number;
+  readonly T: number;
+  readonly forward: number;
+  readonly quotes: SmileQuote[];
+}
+
+/** Group the chain's options by expiry with the expiry's forward, OTM quotes only. */
+export function groupByExpiry(options: readonly OptionQuote[], observationTimestamp: number): ExpiryGroup[] {
+  const byExpiry = new Map<number, OptionQuote[]>();
+  for (const q of options) {
+    let arr = byExpiry.get(q.expirationTimestamp);
+    if (!arr) byExpiry.set(q.expirationTimestamp, (arr = []));
+    arr.push(q);
+  }
+  const groups: ExpiryGroup[] = [];
+  for (const [expirationTimestamp, qs] of byExpiry) {
+    // Forward of the expiry: the newest quote's underlying price (ties: the larger instrument name, for determinism).
+    let newest = qs[0]!;
+    for (const q of qs) {
+      if (q.timestamp > newest.timestamp || (q.timestamp === newest.timestamp && q.instrument > newest.instrument)) newest = q;
+    }
+    const forward = newest.forward;
+    const T = (expirationTimestamp - observationTimestamp) / YEAR_S;
+    // One quote per strike: the OTM side; the other side if the OTM one has no usable IV.
+    const byStrike = new Map<number, { C?: OptionQuote; P?: OptionQuote }>();
+    for (const q of qs) {
+      let s = byStrike.get(q.strike);
+      if (!s) byStrike.set(q.strike, (s = {}));
+      s[q.optionType] = q;
+    }
+    const usable = (q: OptionQuote | undefined): q is OptionQuote => !!q && q.markIv > MIN_IV && q.markIv < MAX_IV;
+    const quotes: SmileQuote[] = [];
+    for (const strike of [...byStrike.keys()].sort((a, b) => a - b)) {
+      const s = byStrike.get(strike)!;
+      const otm = strike < forward ? s.P : s.C;
+      const itm = strike < forward ? s.C : s.P;
+      const q = usable(otm) ? otm : usable(itm) ? itm : undefined;
+      if (!q) continue;
+      quotes.push({
+        instrument: q.instrument,
+        strike,
+        optionType: q.optionType,
+        k: Math.log(strike / forward),
+        markIv: q.markIv,
+        bidIv: q.bidIv,
+        askIv: q.askIv,
+      });
+    }
+    groups.push({ expirationTimestamp, T, forward, quotes });
+  }
+  return groups.sort((a, b) => a.expirationTimestamp - b.expirationTimestamp);
+}
+
+/** Listed forward points: option underlyings per expiry, futures for expiries without options. */
+export function forwardPoints(groups: readonly ExpiryGroup[], futures: readonly FutureQuote[], observationTimestamp: number): ForwardPoint[] {
+  const points = new Map<number, ForwardPoint>();
+  for (const g of groups) {
+    if (g.T > 0) points.set(g.expirationTimestamp, { expirationTimestamp: g.expirationTimestamp, T: g.T, forward: g.forward, origin: 'option-underlying' });
+  }
+  for (const f of futures) {
+    if (f.perpetual || f.expirationTimestamp === null) continue;
+    const T = (f.expirationTimestamp - observationTimestamp) / YEAR_S;
+    if (T <= 0 || points.has(f.expirationTimestamp)) continue;
+    points.set(f.expirationTimestamp, { expirationTimestamp: f.expirationTimestamp, T, forward: f.markPrice, origin: 'future' });
+  }
+  return [...points.values()].sort((a, b) => a.T - b.T);
+}
+
+/**
+ * Calibrate one chain view into a surface snapshot and a forward-curve snapshot.
+ * @param view immutable chain state
+ * @param sequence the snapshot sequence number to stamp
+ */
+export function calibrateChain(view: ChainView, sequence: number): CalibrationResult {
+  const t0 = performance.now();
+  const obs = view.observationTimestamp;
+  const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
+  const groups = groupByExpiry(view.options, obs);
+  const spot = view.spot;
+  if (spot === null || !Number.isFinite(obs)) {
+    return { source: view.source, pair: view.pair, surface: null, forwardCurve: null, skipped, calibrationMs: performance.now() - t0 };
+  }
+  const points = forwardPoints(groups, view.futures, obs);
+  const curve = new ForwardCurve(spot, points);
+  const forwardCurve: ForwardCurveSnapshot = Object.freeze({
+    source: view.source,
+    pair: view.pair,
+    observationTimestamp: obs,
+    spot,
+    points: Object.freeze(points),
+    curve,
+    sequence,
+  });
+
+  // Fit the well-populated expiries first; they shape the sparse ones.
+  const eligible = groups.filter((g) => {
+    if (g.T * YEAR_S < MIN_EXPIRY_SECONDS) {
+      skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: 'expires within the hour' });
+      return false;
+    }
+    if (g.quotes.length === 0) {
+      skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: 'no usable mark IV' });
+      return false;
+    }
+    return true;
+  });
+  const fits = new Map<number, { fit: SviCalibrationResult; ms: number }>();
+  const full = eligible.filter((g) => g.quotes.length >= FULL_FIT_QUOTES);
+  const sparse = eligible.filter((g) => g.quotes.length < FULL_FIT_QUOTES);
+  const fitOne = (g: ExpiryGroup, prior?: SviParams): void => {
+    const s0 = performance.now();
+    try {
+      const fit = calibrateSvi(
+        g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv })),
+        g.T,
+        prior ? { prior } : {},
+      );
+      fits.set(g.expirationTimestamp, { fit, ms: performance.now() - s0 });
+    } catch (err) {
+      skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: `fit failed: ${(err as Error).message}` });
+    }
+  };
+  for (const g of full) fitOne(g);
+  for (const g of sparse) {
+    // nearest fully fitted expiry in T
+    let best: { T: number; params: SviParams } | undefined;
+    for (const f of full) {
+      const r = fits.get(f.expirationTimestamp);
+      if (!r) continue;
+      if (!best || Math.abs(f.T - g.T) < Math.abs(best.T - g.T)) best = { T: f.T, params: r.fit.params };
+    }
+    fitOne(g, best?.params);
+  }
+
+  const slices: ExpirySlice[] = [];
+  for (const g of eligible) {
+    const r = fits.get(g.expirationTimestamp);
+    if (!r) continue;
+    const { fit, ms } = r;
+    slices.push(
+      Object.freeze({
+        expirationTimestamp: g.expirationTimestamp,
+        T: g.T,
+        forward: g.forward,
+        params: Object.freeze({ ...fit.params }),
+        fit: Object.freeze({
+          rmseVolPts: fit.rmseVolPts,
+          maxErrorVolPts: fit.maxErrorVolPts,
+          quotesUsed: fit.quotesUsed,
+          butterflyFree: fit.butterflyFree,
+          method: fit.method,
+          calibrationMs: ms,
+        }),
+        quotes: Object.freeze(g.quotes),
+      }),
+    );
+  }
+  slices.sort((a, b) => a.T - b.T);
+  const calibrationMs = performance.now() - t0;
+  const surface: SurfaceSnapshot | null =
+    slices.length === 0
+      ? null
+      : Object.freeze({
+          source: view.source,
+          pair: view.pair,
+          model: 'SVI' as const,
+          observationTimestamp: obs,
+          spot,
+          slices: Object.freeze(slices),
+          surface: new VolSurface(slices.map((s) => ({ expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, params: s.params as unknown as SviParams }))),
+          forwardCurve: curve,
+          calibrationMs,
+          sequence,
+        });
+  return { source: view.source, pair: view.pair, surface, forwardCurve, skipped, calibrationMs };
+}

@@ -1,0 +1,109 @@
+/**
+ * The RxJS pipelines from normalized market events to the cache.
+ *
+ * ```
+ * events$ ─┬─ status  ──> cache.setFeedConnected
+ *          ├─ funding ──> cache.addFunding (dedup by timestamp)
+ *          └─ option | future | index ─ groupBy (source, pair) ─> ChainState (latest per instrument)
+ *               ─ auditTime(throttleMs) ─ latestWins(calibrateChain) ─> cache (surface, forward curve)
+ * ```
+ * Per (source, pair): at most one calibration in flight and the latest state wins
+ * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: ../shared/design.md.
+ */
+import { auditTime, filter, groupBy, map, mergeMap, share, Subscription, type Observable } from 'rxjs';
+import type { Clock } from '../src/domain/clock.js';
+import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../src/domain/events.js';
+import { pairKey } from '../src/domain/markets.js';
+import type { MarketCache } from '../src/cache/marketCache.js';
+import { ChainState } from './chainState.js';
+import { calibrateChain, type CalibrationResult } from './calibrate.js';
+import { latestWins } from './operators.js';
+
+/** Minimal logger (pino-compatible). */
+export interface PipelineLogger {
+  info(obj: Record<string, unknown>, msg: string): void;
+  warn(obj: Record<string, unknown>, msg: string): void;
+  error(obj: Record<string, unknown>, msg: string): void;
+}
+
+export interface PipelineOptions {
+  readonly cache: MarketCache;
+  /** Service clock (wall clock, or the replay clock). */
+  readonly clock: Clock;
+  /** Minimum ms between two calibrations of one (source, pair). */
+  readonly throttleMs: number;
+  readonly logger: PipelineLogger;
+  /** Called after each calibration (metrics, logs). */
+  readonly onCalibrated?: (r: CalibrationResult) => void;
+}
+
+type ChainEvent = OptionQuote | FutureQuote | IndexPrice;
+
+function isChainEvent(e: MarketEvent): e is ChainEvent {
+  return e.kind === 'option' || e.kind === 'future' || e.kind === 'index';
+}
+
+/**
+ * Subscribe the pipelines to `events$`. Unsubscribing the returned subscription stops them.
+ */
+export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineOptions): Subscription {
+  const { cache, clock, logger } = opts;
+  const shared$ = events$.pipe(share());
+  const subs = new Subscription();
+
+  subs.add(
+    shared$
+      .pipe(filter((e): e is FeedStatus => e.kind === 'status'))
+      .subscribe((e) => {
+        if (e.state !== 'connecting') cache.setFeedConnected(e.source, e.state === 'connected');
+      }),
+  );
+
+  subs.add(
+    shared$.pipe(filter((e): e is FundingRate => e.kind === 'funding')).subscribe((e) => {
+      cache.addFunding(e);
+    }),
+  );
+
+  const sequences = new Map<string, number>();
+  subs.add(
+    shared$
+      .pipe(
+        filter(isChainEvent),
+        groupBy((e) => pairKey(e.source, e)),
+        mergeMap((group$) => {
+          let state: ChainState | null = null;
+          return group$.pipe(
+            filter((e) => {
+              state ??= new ChainState(e.source, { base: e.base, quote: e.quote });
+              const changed = state.apply(e);
+              if (changed) cache.touch(e.source, { base: e.base, quote: e.quote }, e.receivedAt);
+              return changed;
+            }),
+            auditTime(opts.throttleMs),
+            map(() => {
+              const s = state!;
+              s.rollOff(clock.now());
+              return s.view();
+            }),
+            latestWins(
+              (view) => {
+                const key = group$.key;
+                const seq = (sequences.get(key) ?? 0) + 1;
+                sequences.set(key, seq);
+                return calibrateChain(view, seq);
+              },
+              (err, view) =>
+                logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}` }, 'calibration failed; the last good surface stays'),
+            ),
+          );
+        }),
+      )
+      .subscribe((r) => {
+        if (r.surface) cache.putSurface(r.surface);
+        if (r.forwardCurve) cache.putForwardCurve(r.forwardCurve);
+        opts.onCalibrated?.(r);
+      }),
+  );
+  return subs;
+}
