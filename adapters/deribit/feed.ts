@@ -68,8 +68,11 @@ export interface DeribitFeedOptions {
   readonly fundingRetryMs?: number;
   /** Attempts to fetch a just-settled funding hour. Default 5. */
   readonly fundingAttempts?: number;
-  /** Minimum spacing of rate-limited requests, ms: subscribe (default 300), get_instruments (default 1 000). */
-  readonly pacing?: { readonly subscribeMs?: number; readonly getInstrumentsMs?: number };
+  /**
+   * Minimum spacing of rate-limited requests, ms: subscribe (default 300), get_instruments (default
+   * 1 000); and the first wait after a too_many_requests (10028) answer, doubled per retry (default 1 000).
+   */
+  readonly pacing?: { readonly subscribeMs?: number; readonly getInstrumentsMs?: number; readonly rateLimitRetryMs?: number };
   /** pino-like logger. Default silent. */
   readonly logger?: Logger;
   /** Clock for receive times, status timestamps and the funding window (Unix s). Default wall clock. */
@@ -125,6 +128,7 @@ export class DeribitFeed implements MarketFeed {
   private readonly fundingAttempts: number;
   private readonly subscribePacingMs: number;
   private readonly instrumentsPacingMs: number;
+  private readonly rateLimitRetryMs: number;
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly drops: DropCounter;
@@ -167,6 +171,7 @@ export class DeribitFeed implements MarketFeed {
     this.fundingAttempts = Math.max(1, opts.fundingAttempts ?? 5);
     this.subscribePacingMs = opts.pacing?.subscribeMs ?? 300;
     this.instrumentsPacingMs = opts.pacing?.getInstrumentsMs ?? 1_000;
+    this.rateLimitRetryMs = opts.pacing?.rateLimitRetryMs ?? 1_000;
     this.logger = opts.logger ?? silentLogger;
     this.clock = opts.clock ?? systemClock;
     this.drops = new DropCounter('DERIBIT', this.logger);
@@ -522,7 +527,7 @@ export class DeribitFeed implements MarketFeed {
     });
   }
 
-  /** {@link call}, retried up to 3 times on Deribit's too_many_requests (10028) after 1, 2, 4 s. */
+  /** {@link call}, retried up to 3 times on Deribit's too_many_requests (10028), after 1, 2, 4 x rateLimitRetryMs. */
   private async callPaced(cid: number, method: string, params: Record<string, unknown>): Promise<unknown> {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -530,7 +535,7 @@ export class DeribitFeed implements MarketFeed {
       } catch (e) {
         if (!(e instanceof DeribitRpcError) || e.code !== DERIBIT_TOO_MANY_REQUESTS || attempt >= 3) throw e;
         this.logger.warn({ source: this.source, method, attempt: attempt + 1 }, 'Deribit rate limit; retrying');
-        await this.sleep(1000 * 2 ** attempt);
+        await this.sleep(this.rateLimitRetryMs * 2 ** attempt);
       }
     }
   }
