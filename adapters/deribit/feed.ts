@@ -231,6 +231,7 @@ export class DeribitFeed implements MarketFeed {
 
   private onState(s: TransportStateChange): void {
     if (s.state === 'open') {
+      this.logger.info({ source: this.source, url: this.url, connectionId: s.connectionId }, 'Deribit connected');
       this.statusConnected = true;
       this.subject.next({ kind: 'status', source: this.source, state: 'connected', timestamp: this.clock.now() });
     } else if (s.state === 'closed') {

@@ -57,6 +57,8 @@ class FakeDeribit {
   readonly funding = new Map<string, Map<number, number>>();
   /** Per method: answer with this error instead (consumed once). */
   readonly failOnce = new Map<string, { code: number; message: string }>();
+  /** Methods left unanswered once (the request is recorded, no response is sent). */
+  readonly ignoreOnce = new Set<string>();
   url = '';
   private wss!: WebSocketServer;
 
@@ -90,6 +92,7 @@ class FakeDeribit {
   private onRequest(conn: number, s: ServerSocket, req: Req): void {
     this.requests.push({ ...req, conn });
     const answer = (result: unknown): void => s.send(JSON.stringify({ jsonrpc: '2.0', id: req.id, result, usIn: 1, usOut: 2, usDiff: 1, testnet: false }));
+    if (this.ignoreOnce.delete(req.method)) return;
     const fail = this.failOnce.get(req.method);
     if (fail) {
       this.failOnce.delete(req.method);
@@ -328,6 +331,18 @@ describe('DeribitFeed against a fake Deribit on 127.0.0.1', () => {
     timers2.advance(1000);
     await until(() => fundingCount(events2) === 12);
     expect(srv2.sockets).toHaveLength(2);
+  });
+
+  it('a request without an answer times out and forces a reconnect', async () => {
+    const { srv, feed, events, timers } = await setup({ requestTimeoutMs: 30 });
+    srv.ignoreOnce.add('public/subscribe');
+    feed.start();
+    await until(() => events.some((e) => e.kind === 'status' && e.state === 'disconnected'));
+    expect(events.find((e) => e.kind === 'status' && e.state === 'disconnected')).toMatchObject({ reason: expect.stringContaining('public/subscribe: no answer within 30 ms') });
+    timers.advance(1000);
+    await until(() => fundingCount(events) === 12);
+    expect(srv.sockets).toHaveLength(2);
+    expect(feed.stats().reconnects).toBe(1);
   });
 
   it('stop() emits disconnected, completes, and never reconnects', async () => {
