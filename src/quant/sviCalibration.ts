@@ -1,0 +1,765 @@
+/**
+ * Calibration of raw SVI to one expiry's implied volatilities (mark IVs), robust on real chains.
+ *
+ * Pipeline (each step cites its source):
+ * 1. Quasi-explicit fit (Zeliade Systems, "Quasi-explicit calibration of Gatheral's SVI model",
+ *    Zeliade white paper ZWP-0005, 2009, sec. 3): for fixed (m, sigma) the smile
+ *    w = a + d·y + c·sqrt(y^2 + 1), y = (k - m)/sigma, with c = b·sigma and d = rho·b·sigma, is linear
+ *    in (a, d, c); that weighted least-squares problem is solved exactly under the linear constraints
+ *    |d| <= c (|rho| <= 1), c + |d| <= 2 sigma (Lee 2004 moment bound b(1+|rho|) <= 2, in total
+ *    variance), a + c - |d| >= floor (a sufficient linear form of w >= 0, since
+ *    sqrt(c^2 - d^2) >= c - |d|; Gatheral-Jacquier 2014 sec. 3.1) and a <= max quoted variance
+ *    (Zeliade's a-bound). The outer 2-D problem in (m, sigma) is searched on a deterministic grid
+ *    (several starting points) and refined by Nelder-Mead from the best grid points.
+ *    Residuals are in variance, scaled by 1/(2·iv) so that they approximate IV errors
+ *    (d sigma = dv / (2 sigma)).
+ * 2. Levenberg-Marquardt polish of all free raw parameters on the exact IV residuals
+ *    (Madsen-Nielsen-Tingleff 2004), with box bounds, the Lee bound and
+ *    a >= floor - b sigma sqrt(1-rho^2) enforced by projection.
+ * 3. Butterfly arbitrage: g(k) of Gatheral-Jacquier 2014 eq. (2.1) is checked on a k-grid; if it is
+ *    negative anywhere, the LM is re-run with hinge penalty residuals on negative g (penalty weight
+ *    raised ×10 up to four times) and the final fit is verified again; a remaining violation is
+ *    reported (`butterflyFree: false`, `minG`), never hidden.
+ * 4. Outliers (5-parameter mode, >= 10 quotes): the LM is re-run with a soft-L1 (pseudo-Huber)
+ *    loss rho(r) = 2c^2 (sqrt(1 + (r/c)^2) - 1) on the weighted IV residuals, with the scale c =
+ *    max(outlierSigmas · 1.4826·MAD of the least-squares residuals, floor) (MAD: Hampel et al.,
+ *    "Robust Statistics", 1986; soft-L1 as in SciPy's least_squares, Triggs et al. 2000, "Bundle
+ *    adjustment - a modern synthesis", sec. 6.8). Outliers keep a bounded influence and the fit
+ *    stays a continuous function of the quotes (hard trimming would jump when a quote crosses the
+ *    threshold).
+ * 5. Sparse expiries degrade gracefully (design.md: a listed expiry may have 2 to 6 quoted strikes):
+ *    1 quote -> flat smile; 2 -> (a, rho) fitted with m, sigma, b fixed; 3-4 -> (a, b, rho) with m and
+ *    sigma fixed; 5-6 -> (a, b, rho, m) with sigma fixed. The fixed shape comes from `options.prior`
+ *    (a neighbouring expiry's fit, rescaled to this expiry's ATM total variance s^2 by
+ *    w(k) -> (s/s_p)^2 · w_p(k · s_p / s), which maps raw SVI to raw SVI) or from a default shape.
+ *    `method` says what was done.
+ * 6. ATM sanity check: the fitted ATM (k = 0) vol is compared with the market's (linear
+ *    interpolation of the quotes around k = 0); a gap larger than max(1 vol pt, 3 RMSE) is a warning.
+ *
+ * Deterministic: no randomness; `options.previous` (warm start) only adds a starting point.
+ */
+import { levenbergMarquardt, nelderMead, solveQpActiveSet } from './lm.js';
+import {
+  LEE_MAX_WING_SLOPE,
+  butterflyArbitrageFree,
+  defaultSviCheckGrid,
+  sviG,
+  sviTotalVariance,
+  type SviParams,
+} from './svi.js';
+
+/** One quote of one expiry. */
+export interface SviQuote {
+  /** Log-moneyness ln(K/F) against the expiry's forward F. */
+  readonly k: number;
+  /** Implied volatility (mark IV), fraction, > 0. */
+  readonly iv: number;
+  /** Optional extra weight (> 0), multiplied into the weighting scheme's weight. */
+  readonly weight?: number;
+  /** Best bid IV, fraction; null/undefined/<= 0 when there is no bid. */
+  readonly bidIv?: number | null;
+  /** Best ask IV, fraction; null/undefined/<= 0 when there is no ask. */
+  readonly askIv?: number | null;
+}
+
+/**
+ * Weights of the IV residuals (normalized to mean 1):
+ * - `uniform`: 1;
+ * - `vega`: Black vega per unit forward, phi(d1)·sqrt(T) with d1 = -k/sqrt(w) + sqrt(w)/2, relative to
+ *   the largest, floored at `vegaFloor` (so wings still count);
+ * - `spread`: 1 / max(askIv - bidIv, minSpread) where both sides exist, the median of those weights
+ *   elsewhere (inverse bid-ask weighting);
+ * - `auto` (default): `spread` when at least half of the quotes have a two-sided IV market, else `vega`.
+ */
+export type SviWeighting = 'auto' | 'uniform' | 'vega' | 'spread';
+
+/** Options of {@link calibrateSvi}. */
+export interface SviCalibrationOptions {
+  /** Weighting scheme, default `auto`. */
+  readonly weighting?: SviWeighting;
+  /** Floor of relative vega weights, default 0.1. */
+  readonly vegaFloor?: number;
+  /** Floor of the bid-ask IV spread (fraction) for `spread` weights, default 0.005 (0.5 vol pt). */
+  readonly minSpread?: number;
+  /** Warm start: a previous fit of (nearly) the same expiry; adds one starting point. Optional. */
+  readonly previous?: SviParams;
+  /** Shape prior for sparse expiries: a neighbouring expiry's raw SVI fit (its own k and w units). */
+  readonly prior?: SviParams;
+  /** Log-moneyness grid of the butterfly check (default: defaultSviCheckGrid of the fit). */
+  readonly kGrid?: readonly number[];
+  /** Robust (soft-L1) refit in the 5-parameter mode with >= 10 quotes. Default true. */
+  readonly robust?: boolean;
+  /** Scale of the soft-L1 loss, in robust standard deviations (1.4826·MAD) of the least-squares
+   * weighted residuals. Default 3. */
+  readonly outlierSigmas?: number;
+  /** Lower bound of the soft-L1 scale, weighted vol points. Default 0.5. */
+  readonly outlierFloorVolPts?: number;
+  /** Minimum number of quotes for the full 5-parameter fit. Default 7 (>= 5). */
+  readonly minQuotesFull?: number;
+}
+
+/** Fit mode: how many raw-SVI parameters were free. */
+export type SviFitMode = 'flat' | 'svi-2p' | 'svi-3p' | 'svi-4p' | 'svi-5p';
+
+/** Result of {@link calibrateSvi}. */
+export interface SviCalibrationResult {
+  /** Fitted raw SVI parameters (total variance of this expiry T). */
+  readonly params: SviParams;
+  /** Expiry, years. */
+  readonly T: number;
+  /** RMSE of fitted IV minus quote IV over the valid quotes (unweighted), vol points (|iv error| · 100). */
+  readonly rmseVolPts: number;
+  /** Largest |fitted IV - quote IV| over the valid quotes, vol points. */
+  readonly maxErrorVolPts: number;
+  /** Number of valid quotes (all enter the fit; outliers with bounded influence). */
+  readonly quotesUsed: number;
+  /** Indices (into the input array) of invalid quotes that were dropped. */
+  readonly quotesDropped: readonly number[];
+  /** Indices (into the input array) of quotes whose weighted residual exceeds 3 robust-loss scales. */
+  readonly outliers: readonly number[];
+  /** Scale of the soft-L1 loss (weighted vol points), or null when the robust refit was not done. */
+  readonly robustScaleVolPts: number | null;
+  /** True when g(k) >= 0 on the check grid and the Lee bound holds (Gatheral-Jacquier 2014). */
+  readonly butterflyFree: boolean;
+  /** Minimum of g on the check grid, and where. */
+  readonly minG: number;
+  readonly kAtMinG: number;
+  /** Fit mode (number of free parameters). */
+  readonly mode: SviFitMode;
+  /** Human-readable account of what was done (mode, fixed parameters, robust loss, penalty). */
+  readonly method: string;
+  /** Weighting actually used. */
+  readonly weighting: Exclude<SviWeighting, 'auto'>;
+  /** Optimizer iterations: Nelder-Mead iterations plus LM iterations, summed over all passes. */
+  readonly iterations: number;
+  /** ATM (k = 0) sanity check: market IV (interpolated; null if k = 0 is outside the quotes) and fit IV. */
+  readonly atm: { readonly marketIv: number | null; readonly modelIv: number; readonly errorVolPts: number | null };
+  /** Warnings (ATM gap, remaining arbitrage, degraded fit). Empty when all is well. */
+  readonly warnings: readonly string[];
+}
+
+interface Prepared {
+  readonly k: Float64Array;
+  readonly iv: Float64Array;
+  readonly v: Float64Array; // iv^2
+  readonly omega: Float64Array; // IV-residual weights, mean 1
+  readonly index: number[]; // original indices
+}
+
+/**
+ * Default sparse-fit shape, in units of the ATM total standard deviation s = sqrt(w_atm(0)):
+ * sigma = 2 s, b = 0.75 s (b used only in the 2-quote mode), m = 0. These are the medians (rounded)
+ * of the 5-parameter fits of all 29 expiries of the three recorded BTC chains in data/replay
+ * (sigma/s = 2.2, b/s = 0.74, m/s = 0.25, rho = -0.16); rho is always fitted.
+ */
+const DEFAULT_SHAPE = { sigmaOverS: 2, bOverS: 0.75 } as const;
+
+const RHO_MAX = 0.999;
+
+/**
+ * Calibrates raw SVI to one expiry. Deterministic for given inputs and options.
+ * @param quotes the expiry's quotes (log-moneyness against the expiry forward, IV fractions).
+ *   Quotes with a non-finite k, a non-positive or non-finite iv, or a non-positive weight are dropped.
+ * @param T time to expiry in years (ACT/365), > 0.
+ * @throws RangeError if T <= 0 or not finite, or if no valid quote remains.
+ * Sources: see the module docstring (Zeliade 2009; Gatheral-Jacquier 2014; Lee 2004).
+ */
+export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: SviCalibrationOptions = {}): SviCalibrationResult {
+  if (!(T > 0) || !Number.isFinite(T)) throw new RangeError(`calibrateSvi: T must be a finite number > 0, got ${T}`);
+  const valid: { q: SviQuote; i: number }[] = [];
+  const dropped: number[] = [];
+  quotes.forEach((q, i) => {
+    const ok = Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0 && (q.weight === undefined || (Number.isFinite(q.weight) && q.weight > 0));
+    if (ok) valid.push({ q, i });
+    else dropped.push(i);
+  });
+  if (valid.length === 0) throw new RangeError('calibrateSvi: no valid quote (need finite k and iv > 0)');
+  valid.sort((x, y) => x.q.k - y.q.k || x.i - y.i);
+
+  const weighting = resolveWeighting(options.weighting ?? 'auto', valid.map((x) => x.q));
+  const omegaAll = computeWeights(valid.map((x) => x.q), T, weighting, options);
+  const warnings: string[] = [];
+  let iterations = 0;
+
+  const n = valid.length;
+  const minFull = Math.max(5, options.minQuotesFull ?? 7);
+  const mode: SviFitMode = n === 1 ? 'flat' : n === 2 ? 'svi-2p' : n <= 4 ? 'svi-3p' : n < minFull ? 'svi-4p' : 'svi-5p';
+
+  const prep = (keep: boolean[]): Prepared => {
+    const idx: number[] = [];
+    keep.forEach((kp, j) => {
+      if (kp) idx.push(j);
+    });
+    const k = new Float64Array(idx.length);
+    const iv = new Float64Array(idx.length);
+    const v = new Float64Array(idx.length);
+    const om = new Float64Array(idx.length);
+    let sum = 0;
+    idx.forEach((j, t) => {
+      const q = (valid[j] as { q: SviQuote }).q;
+      k[t] = q.k;
+      iv[t] = q.iv;
+      v[t] = q.iv * q.iv;
+      om[t] = omegaAll[j] as number;
+      sum += om[t] as number;
+    });
+    for (let t = 0; t < om.length; t++) om[t] = ((om[t] as number) * om.length) / sum;
+    return { k, iv, v, omega: om, index: idx.map((j) => (valid[j] as { i: number }).i) };
+  };
+
+  const all = prep(valid.map(() => true));
+  const atmMarketIv = marketAtmIv(all);
+
+  let params: SviParams;
+  let robustScaleVolPts: number | null = null;
+  const notes: string[] = [];
+  let penaltyUsed = false;
+
+  if (mode === 'flat') {
+    const iv0 = all.iv[0] as number;
+    params = { a: iv0 * iv0 * T, b: 0, rho: 0, m: all.k[0] as number, sigma: 0.1 };
+    notes.push('flat smile through the single quote (b = 0)');
+  } else {
+    const shape = sparseShape(all, T, options.prior);
+    const fitOnce = (data: Prepared): { p: SviParams; penalty: boolean; robustScale: number | null } => {
+      const ctx = makeContext(data, T, mode, shape);
+      const qe = quasiExplicit(ctx, options.previous ? [options.previous] : []);
+      iterations += qe.iterations;
+      const lm = polish(ctx, qe.params, 0);
+      iterations += lm.iterations;
+      let p = lm.params;
+      // Robust refit (>= 10 quotes, 5-parameter mode): soft-L1 loss whose scale is a multiple of the
+      // MAD of the least-squares residuals, so that outliers have bounded influence. Unlike hard
+      // trimming this keeps the fit a continuous function of the quotes.
+      let robustScale: number | null = null;
+      if (mode === 'svi-5p' && data.k.length >= 10 && (options.robust ?? true)) {
+        const res = residualsVolPts(p, data, T).map((e, t) => (e / 100) * Math.sqrt(data.omega[t] as number));
+        const mad = 1.4826 * median(res.map((e) => Math.abs(e - median(res))));
+        robustScale = Math.max((options.outlierSigmas ?? 3) * mad, (options.outlierFloorVolPts ?? 0.5) / 100);
+        const rb = polish(ctx, p, 0, undefined, robustScale);
+        iterations += rb.iterations;
+        p = rb.params;
+      }
+      let chk = butterflyArbitrageFree(p, options.kGrid ?? defaultSviCheckGrid(p));
+      let penalty = false;
+      // Penalty points: a coarse grid plus every violating check-grid point found so far.
+      const penPts = options.kGrid ? [...options.kGrid] : penaltyGrid(p, data);
+      for (let round = 0, lambda = 1; !chk.arbitrageFree && round < 6; round++, lambda *= 10) {
+        penalty = true;
+        for (const k of chk.violations) penPts.push(k);
+        const pen = polish(ctx, p, lambda, penPts, robustScale ?? undefined);
+        iterations += pen.iterations;
+        p = pen.params;
+        chk = butterflyArbitrageFree(p, options.kGrid ?? defaultSviCheckGrid(p));
+      }
+      return { p, penalty, robustScale };
+    };
+    const fit = fitOnce(all);
+    params = fit.p;
+    penaltyUsed = fit.penalty;
+    if (fit.robustScale !== null) {
+      robustScaleVolPts = 100 * fit.robustScale;
+      notes.push(`soft-L1 robust loss, scale ${robustScaleVolPts.toFixed(2)} weighted vol pts`);
+    }
+    notes.unshift(describeMode(mode, shape));
+    if (penaltyUsed) notes.push('butterfly penalty on negative g(k) applied');
+  }
+
+  const check = butterflyArbitrageFree(params, options.kGrid ?? defaultSviCheckGrid(params));
+  if (!check.arbitrageFree) warnings.push(`butterfly arbitrage remains: min g = ${check.minG.toExponential(3)} at k = ${check.kAtMinG.toFixed(4)}`);
+  const res = residualsVolPts(params, all, T);
+  const rmse = Math.sqrt(res.reduce((s, e) => s + e * e, 0) / res.length);
+  const maxErr = res.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
+  const outliers =
+    robustScaleVolPts === null
+      ? []
+      : res
+          .map((e, t) => ({ e: Math.abs(e) * Math.sqrt(all.omega[t] as number), i: all.index[t] as number }))
+          .filter((x) => x.e > 3 * (robustScaleVolPts as number))
+          .map((x) => x.i)
+          .sort((x, y) => x - y);
+  const modelAtm = Math.sqrt(Math.max(sviTotalVariance(params, 0), 0) / T);
+  const atmErr = atmMarketIv === null ? null : 100 * (modelAtm - atmMarketIv);
+  if (atmErr !== null && Math.abs(atmErr) > Math.max(1, 3 * rmse)) {
+    warnings.push(`ATM check: fitted ATM IV ${(100 * modelAtm).toFixed(2)} vs market ${(100 * atmMarketIv!).toFixed(2)} vol pts`);
+  }
+  dropped.sort((x, y) => x - y);
+  return {
+    params,
+    T,
+    rmseVolPts: rmse,
+    maxErrorVolPts: maxErr,
+    quotesUsed: all.k.length,
+    quotesDropped: dropped,
+    outliers,
+    robustScaleVolPts,
+    butterflyFree: check.arbitrageFree,
+    minG: check.minG,
+    kAtMinG: check.kAtMinG,
+    mode,
+    method: `${mode}: ${notes.join('; ')}`,
+    weighting,
+    iterations,
+    atm: { marketIv: atmMarketIv, modelIv: modelAtm, errorVolPts: atmErr },
+    warnings,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Weights
+
+function hasTwoSided(q: SviQuote): boolean {
+  return q.bidIv != null && q.askIv != null && q.bidIv > 0 && q.askIv > q.bidIv && Number.isFinite(q.askIv);
+}
+
+function resolveWeighting(w: SviWeighting, qs: readonly SviQuote[]): Exclude<SviWeighting, 'auto'> {
+  if (w !== 'auto') return w;
+  const two = qs.filter(hasTwoSided).length;
+  return two * 2 >= qs.length && two > 0 ? 'spread' : 'vega';
+}
+
+function computeWeights(qs: readonly SviQuote[], T: number, w: Exclude<SviWeighting, 'auto'>, o: SviCalibrationOptions): number[] {
+  let base: number[];
+  if (w === 'uniform') base = qs.map(() => 1);
+  else if (w === 'vega') {
+    const vegas = qs.map((q) => {
+      const sw = q.iv * Math.sqrt(T);
+      const d1 = -q.k / sw + sw / 2;
+      return Math.exp(-0.5 * d1 * d1) * Math.sqrt(T);
+    });
+    const mx = Math.max(...vegas);
+    const floor = o.vegaFloor ?? 0.1;
+    base = vegas.map((x) => Math.max(mx > 0 ? x / mx : 1, floor));
+  } else {
+    const minSpread = o.minSpread ?? 0.005;
+    const ws = qs.map((q) => (hasTwoSided(q) ? 1 / Math.max((q.askIv as number) - (q.bidIv as number), minSpread) : Number.NaN));
+    const known = ws.filter((x) => !Number.isNaN(x));
+    const med = known.length > 0 ? median(known) : 1;
+    base = ws.map((x) => (Number.isNaN(x) ? med : x));
+  }
+  return base.map((b, i) => b * ((qs[i] as SviQuote).weight ?? 1));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shapes for sparse fits
+
+interface Shape {
+  readonly m: number;
+  readonly sigma: number;
+  readonly b: number;
+  readonly rho: number;
+  readonly fromPrior: boolean;
+}
+
+/** ATM total variance estimate: linear interpolation of w at k = 0, or the nearest quote's. */
+function atmTotalVariance(d: Prepared, T: number): number {
+  const iv = marketAtmIv(d);
+  if (iv !== null) return iv * iv * T;
+  const k = d.k;
+  const j = Math.abs(k[0] as number) < Math.abs(k[k.length - 1] as number) ? 0 : k.length - 1;
+  return (d.v[j] as number) * T;
+}
+
+function sparseShape(d: Prepared, T: number, prior: SviParams | undefined): Shape {
+  const s = Math.sqrt(atmTotalVariance(d, T));
+  if (prior) {
+    const wp = sviTotalVariance(prior, 0);
+    if (wp > 0 && Number.isFinite(wp) && prior.sigma > 0 && prior.b >= 0 && Math.abs(prior.rho) < 1) {
+      const sc = s / Math.sqrt(wp);
+      return { m: prior.m * sc, sigma: prior.sigma * sc, b: prior.b * sc, rho: prior.rho, fromPrior: true };
+    }
+  }
+  return { m: 0, sigma: DEFAULT_SHAPE.sigmaOverS * s, b: DEFAULT_SHAPE.bOverS * s, rho: 0, fromPrior: false };
+}
+
+function describeMode(mode: SviFitMode, sh: Shape): string {
+  const src = sh.fromPrior ? 'rescaled from the prior (neighbouring expiry)' : 'default shape';
+  switch (mode) {
+    case 'svi-5p':
+      return 'raw SVI, all 5 parameters free (quasi-explicit grid + Nelder-Mead, then LM)';
+    case 'svi-4p':
+      return `raw SVI, sigma fixed at ${sh.sigma.toPrecision(4)} (${src}); a, b, rho, m fitted`;
+    case 'svi-3p':
+      return `raw SVI, m = ${sh.m.toPrecision(4)} and sigma = ${sh.sigma.toPrecision(4)} fixed (${src}); a, b, rho fitted`;
+    case 'svi-2p':
+      return `raw SVI, m = ${sh.m.toPrecision(4)}, sigma = ${sh.sigma.toPrecision(4)}, b = ${sh.b.toPrecision(4)} fixed (${src}); a, rho fitted`;
+    default:
+      return 'flat';
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 1: quasi-explicit (Zeliade 2009)
+
+interface Context {
+  readonly d: Prepared;
+  readonly T: number;
+  readonly mode: Exclude<SviFitMode, 'flat'>;
+  readonly shape: Shape;
+  readonly mLo: number;
+  readonly mHi: number;
+  readonly sLo: number;
+  readonly sHi: number;
+  /** Variance floor (IV^2 units) for w >= floor·T. */
+  readonly vFloor: number;
+  readonly vMax: number;
+  /** w-space weights lambda_i = omega_i / (4 v_i) (IV-residual approximation). */
+  readonly lam: Float64Array;
+}
+
+function makeContext(d: Prepared, T: number, mode: Exclude<SviFitMode, 'flat'>, shape: Shape): Context {
+  const kMin = d.k[0] as number;
+  const kMax = d.k[d.k.length - 1] as number;
+  const span = Math.max(kMax - kMin, 1e-6);
+  const s = Math.sqrt(atmTotalVariance(d, T));
+  let vMin = Number.POSITIVE_INFINITY;
+  let vMax = 0;
+  for (const v of d.v) {
+    vMin = Math.min(vMin, v);
+    vMax = Math.max(vMax, v);
+  }
+  const lam = new Float64Array(d.k.length);
+  for (let i = 0; i < lam.length; i++) lam[i] = (d.omega[i] as number) / (4 * (d.v[i] as number));
+  return {
+    d,
+    T,
+    mode,
+    shape,
+    mLo: kMin - 0.25 * span,
+    mHi: kMax + 0.25 * span,
+    sLo: Math.max(1e-4, 0.01 * s),
+    sHi: Math.max(0.5 * span, 2 * s),
+    vFloor: 0.0625 * vMin,
+    vMax,
+    lam,
+  };
+}
+
+interface Inner {
+  /** a, d, c in variance units (divided by T). */
+  readonly x: [number, number, number];
+  readonly sse: number;
+}
+
+/**
+ * Constrained weighted linear least squares for (a, d, c) at fixed (m, sigma), variance units
+ * (w/T): a 3-variable convex QP under the 7 linear constraints of the module docstring, solved
+ * exactly by the primal active-set method (Nocedal-Wright 2006, Alg. 16.3) from a strictly
+ * feasible start. `fixC` fixes c (2-parameter mode).
+ */
+function innerFit(ctx: Context, m: number, sigma: number, fixC?: number): Inner {
+  const { d, lam, T } = ctx;
+  let h00 = 0, h01 = 0, h02 = 0, h11 = 0, h12 = 0, h22 = 0, g0 = 0, g1 = 0, g2 = 0, c0 = 0;
+  const n = d.k.length;
+  for (let i = 0; i < n; i++) {
+    const y = ((d.k[i] as number) - m) / sigma;
+    const z = Math.sqrt(y * y + 1);
+    const l = lam[i] as number;
+    const v = d.v[i] as number;
+    const ly = l * y;
+    const lz = l * z;
+    h00 += l;
+    h01 += ly;
+    h02 += lz;
+    h11 += ly * y;
+    h12 += ly * z;
+    h22 += lz * z;
+    g0 += l * v;
+    g1 += ly * v;
+    g2 += lz * v;
+    c0 += l * v * v;
+  }
+  const ridge = 1e-10 * ((h00 + h11 + h22) / 3) + 1e-300;
+  const H = [
+    [h00 + ridge, h01, h02],
+    [h01, h11 + ridge, h12],
+    [h02, h12, h22 + ridge],
+  ];
+  const g = [g0, g1, g2];
+  const L = (LEE_MAX_WING_SLOPE * sigma) / T; // c + |d| <= 2 sigma / T (variance units)
+  const A = INNER_A;
+  const bv = [0, 0, L, L, -ctx.vFloor, -ctx.vFloor, ctx.vMax];
+  const cFix = fixC !== undefined ? Math.min(fixC / T, 0.999 * L) : undefined;
+  const E = cFix !== undefined ? [[0, 0, 1]] : [];
+  const e = cFix !== undefined ? [cFix] : [];
+  let x: number[] | null = cFix === undefined ? solve3(H, g) : null;
+  if (x !== null) {
+    for (let j = 0; j < A.length; j++) {
+      const row = A[j] as readonly number[];
+      const lhs = (row[0] as number) * (x[0] as number) + (row[1] as number) * (x[1] as number) + (row[2] as number) * (x[2] as number);
+      if (lhs > (bv[j] as number)) {
+        x = null;
+        break;
+      }
+    }
+  }
+  if (x === null) {
+    const x0 = [(ctx.vFloor + ctx.vMax) / 2, 0, cFix ?? L / 4];
+    x = solveQpActiveSet(H, g, A, bv, E, e, x0).x;
+  }
+  let sse = c0;
+  for (let r = 0; r < 3; r++) {
+    const Hr = H[r] as number[];
+    sse += (x[r] as number) * ((Hr[0] as number) * (x[0] as number) + (Hr[1] as number) * (x[1] as number) + (Hr[2] as number) * (x[2] as number)) - 2 * (g[r] as number) * (x[r] as number);
+  }
+  return { x: [x[0] as number, x[1] as number, x[2] as number], sse: Math.max(sse, 0) };
+}
+
+/** Solves the symmetric 3x3 system H x = g by Cramer's rule; null if (near) singular. */
+function solve3(H: readonly (readonly number[])[], g: readonly number[]): number[] | null {
+  const [a, b, c] = H[0] as [number, number, number];
+  const [, e, f] = H[1] as [number, number, number];
+  const i = (H[2] as number[])[2] as number;
+  const d = b;
+  const gg = c;
+  const h = f;
+  const A0 = e * i - f * h;
+  const B0 = -(d * i - f * gg);
+  const C0 = d * h - e * gg;
+  const det = a * A0 + b * B0 + c * C0;
+  if (!(Math.abs(det) > 1e-14 * Math.abs(a * e * i))) return null;
+  const [g0, g1, g2] = g as [number, number, number];
+  const x0 = (A0 * g0 + (c * h - b * i) * g1 + (b * f - c * e) * g2) / det;
+  const x1 = (B0 * g0 + (a * i - c * gg) * g1 + (c * d - a * f) * g2) / det;
+  const x2 = (C0 * g0 + (b * gg - a * h) * g1 + (a * e - b * d) * g2) / det;
+  return Number.isFinite(x0) && Number.isFinite(x1) && Number.isFinite(x2) ? [x0, x1, x2] : null;
+}
+
+/** Inequality rows A x <= b of the inner problem, x = (a, d, c) in variance units:
+ * d - c <= 0, -d - c <= 0 (|rho| <= 1); d + c <= L, -d + c <= L (Lee); -a - c ± d <= -floor (w >= floor); a <= vMax. */
+const INNER_A: readonly (readonly number[])[] = [
+  [0, 1, -1],
+  [0, -1, -1],
+  [0, 1, 1],
+  [0, -1, 1],
+  [-1, 1, -1],
+  [-1, -1, -1],
+  [1, 0, 0],
+];
+
+function innerToParams(ctx: Context, m: number, sigma: number, x: readonly [number, number, number]): SviParams {
+  const [a, d, c] = x;
+  const b = (c * ctx.T) / sigma;
+  const rho = c > 0 ? Math.max(-RHO_MAX, Math.min(RHO_MAX, d / c)) : 0;
+  return { a: a * ctx.T, b: Math.max(b, 0), rho, m, sigma };
+}
+
+const sigmoid = (u: number): number => 1 / (1 + Math.exp(-u));
+const logit = (p: number): number => Math.log(p / (1 - p));
+
+function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[]): { params: SviParams; iterations: number } {
+  const { mode, shape } = ctx;
+  if (mode === 'svi-2p' || mode === 'svi-3p') {
+    const fixC = mode === 'svi-2p' ? shape.b * shape.sigma : undefined;
+    const r = innerFit(ctx, shape.m, shape.sigma, fixC);
+    return { params: innerToParams(ctx, shape.m, shape.sigma, r.x), iterations: 0 };
+  }
+  const lnLo = Math.log(ctx.sLo);
+  const lnHi = Math.log(ctx.sHi);
+  const clampP = (p: number): number => Math.min(1 - 1e-9, Math.max(1e-9, p));
+  const toM = (u: number): number => ctx.mLo + (ctx.mHi - ctx.mLo) * sigmoid(u);
+  const toS = (v: number): number => Math.exp(lnLo + (lnHi - lnLo) * sigmoid(v));
+  const fromM = (m: number): number => logit(clampP((m - ctx.mLo) / (ctx.mHi - ctx.mLo)));
+  const fromS = (s: number): number => logit(clampP((Math.log(s) - lnLo) / (lnHi - lnLo)));
+  let iterations = 0;
+  if (mode === 'svi-4p') {
+    const sigma = Math.min(Math.max(shape.sigma, ctx.sLo), ctx.sHi);
+    const f = (x: readonly number[]): number => innerFit(ctx, toM(x[0]!), sigma).sse;
+    let bestU = 0;
+    let bestF = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < 11; i++) {
+      const u = fromM(ctx.mLo + ((ctx.mHi - ctx.mLo) * (i + 0.5)) / 11);
+      const fu = f([u]);
+      if (fu < bestF) {
+        bestF = fu;
+        bestU = u;
+      }
+    }
+    const nm = nelderMead(f, [bestU], { initialStep: 0.3, maxEvaluations: 200 });
+    iterations += nm.iterations;
+    const m = toM(nm.x[0]!);
+    return { params: innerToParams(ctx, m, sigma, innerFit(ctx, m, sigma).x), iterations };
+  }
+  // Full 5-parameter mode: outer (m, sigma) on a grid, then Nelder-Mead from the best points.
+  const f = (x: readonly number[]): number => innerFit(ctx, toM(x[0]!), toS(x[1]!)).sse;
+  const NM = 9;
+  const NS = 8;
+  const cand: { x: number[]; f: number }[] = [];
+  for (let i = 0; i < NM; i++) {
+    for (let j = 0; j < NS; j++) {
+      const x = [fromM(ctx.mLo + ((ctx.mHi - ctx.mLo) * (i + 0.5)) / NM), fromS(Math.exp(lnLo + ((lnHi - lnLo) * (j + 0.5)) / NS))];
+      cand.push({ x, f: f(x) });
+    }
+  }
+  cand.sort((p, q) => p.f - q.f);
+  const starts = cand.slice(0, 3).map((c) => c.x);
+  for (const p of extraStarts) {
+    if (Number.isFinite(p.m) && p.sigma > 0) starts.push([fromM(Math.min(Math.max(p.m, ctx.mLo), ctx.mHi)), fromS(Math.min(Math.max(p.sigma, ctx.sLo), ctx.sHi))]);
+  }
+  let best: { x: number[]; f: number } | null = null;
+  for (const s of starts) {
+    const nm = nelderMead(f, s, { initialStep: 0.4, maxEvaluations: 160, fTol: 1e-7, xTol: 1e-4 });
+    iterations += nm.iterations;
+    if (best === null || nm.f < best.f * (1 - 1e-12)) best = { x: nm.x, f: nm.f };
+  }
+  const b = best as { x: number[]; f: number };
+  const m = toM(b.x[0]!);
+  const sigma = toS(b.x[1]!);
+  return { params: innerToParams(ctx, m, sigma, innerFit(ctx, m, sigma).x), iterations };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Stage 2: LM polish on IV residuals (+ butterfly penalty)
+
+/** Free raw-parameter indices per mode, in the order [a, b, rho, m, sigma]. */
+function freeIndices(mode: Exclude<SviFitMode, 'flat'>): number[] {
+  switch (mode) {
+    case 'svi-5p':
+      return [0, 1, 2, 3, 4];
+    case 'svi-4p':
+      return [0, 1, 2, 3];
+    case 'svi-3p':
+      return [0, 1, 2];
+    default:
+      return [0, 2];
+  }
+}
+
+function penaltyGrid(p: SviParams, d: Prepared): number[] {
+  const pts: number[] = [];
+  for (let i = 0; i <= 120; i++) pts.push(-3 + (6 * i) / 120);
+  const s = Math.max(p.sigma, 1e-4);
+  for (let i = 0; i <= 80; i++) pts.push(p.m - 12 * s + (24 * s * i) / 80);
+  const kMin = d.k[0] as number;
+  const kMax = d.k[d.k.length - 1] as number;
+  for (let i = 0; i <= 40; i++) pts.push(kMin + ((kMax - kMin) * i) / 40);
+  return pts.sort((x, y) => x - y);
+}
+
+function polish(ctx: Context, start: SviParams, lambda: number, grid?: readonly number[], lossScale?: number): { params: SviParams; iterations: number } {
+  const free = freeIndices(ctx.mode);
+  const base = [start.a, start.b, start.rho, start.m, start.sigma];
+  const { d, T } = ctx;
+  const sqrtOm = Array.from(d.omega, (o) => Math.sqrt(o));
+  const floorW = ctx.vFloor * T;
+  const full = (x: readonly number[]): number[] => {
+    const p = [...base];
+    free.forEach((j, t) => {
+      p[j] = x[t]!;
+    });
+    return p;
+  };
+  const toP = (p: readonly number[]): SviParams => ({ a: p[0]!, b: p[1]!, rho: p[2]!, m: p[3]!, sigma: p[4]! });
+  const project = (x: number[]): number[] => {
+    const p = full(x);
+    p[4] = Math.min(Math.max(p[4]!, ctx.sLo), ctx.sHi);
+    p[3] = Math.min(Math.max(p[3]!, ctx.mLo), ctx.mHi);
+    p[2] = Math.min(Math.max(p[2]!, -RHO_MAX), RHO_MAX);
+    p[1] = Math.min(Math.max(p[1]!, 0), LEE_MAX_WING_SLOPE / (1 + Math.abs(p[2]!)));
+    const aMin = floorW - p[1]! * p[4]! * Math.sqrt(1 - p[2]! * p[2]!);
+    if (p[0]! < aMin) p[0] = aMin;
+    return free.map((j) => p[j]!);
+  };
+  const gridArr = lambda > 0 ? (grid ?? penaltyGrid(start, d)) : [];
+  const sl = Math.sqrt(lambda);
+  const gTarget = 1e-4;
+  const nq = d.k.length;
+  /** soft-L1 transform of a residual and its derivative d r~ / d r (r~^2 = 2c^2 (sqrt(1 + (r/c)^2) - 1)). */
+  const robust = (r: number): [number, number] => {
+    if (lossScale === undefined) return [r, 1];
+    const u = r / lossScale;
+    const q = Math.sqrt(1 + u * u);
+    const rt = Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
+    return [rt, rt === 0 ? 1 : r / (rt * q)];
+  };
+  const penaltyRows = (p: SviParams, out: number[]): void => {
+    for (const k of gridArr) {
+      const gk = sviG(p, k);
+      out.push(sl * Math.max(0, gTarget - (Number.isFinite(gk) ? gk : -10)));
+    }
+  };
+  const residuals = (x: readonly number[]): number[] => {
+    const p = toP(full(x));
+    const out: number[] = [];
+    for (let i = 0; i < nq; i++) {
+      const w = sviTotalVariance(p, d.k[i] as number);
+      out.push(robust(sqrtOm[i]! * (Math.sqrt(Math.max(w, 1e-300) / T) - (d.iv[i] as number)))[0]);
+    }
+    penaltyRows(p, out);
+    return out;
+  };
+  // Analytic Jacobian of the IV rows: d r_i / d p = sqrt(omega_i) / (2 sqrt(w T)) · dw/dp · d r~/d r,
+  // dw/da = 1, dw/db = rho x + R, dw/drho = b x, dw/dm = -b (rho + x/R), dw/dsigma = b sigma / R,
+  // x = k - m, R = sqrt(x^2 + sigma^2). Penalty rows by forward differences.
+  const jacobian = (xv: readonly number[], r: readonly number[]): number[][] => {
+    const p = toP(full(xv));
+    const cols = free.map(() => new Array<number>(r.length).fill(0));
+    for (let i = 0; i < nq; i++) {
+      const x = (d.k[i] as number) - p.m;
+      const R = Math.sqrt(x * x + p.sigma * p.sigma);
+      const w = p.a + p.b * (p.rho * x + R);
+      const wc = Math.max(w, 1e-300);
+      const [, dr] = robust(sqrtOm[i]! * (Math.sqrt(wc / T) - (d.iv[i] as number)));
+      const f = w > 0 ? (sqrtOm[i]! * dr) / (2 * Math.sqrt(wc * T)) : 0;
+      const dw = [1, p.rho * x + R, p.b * x, -p.b * (p.rho + x / R), (p.b * p.sigma) / R];
+      free.forEach((j, t) => {
+        (cols[t] as number[])[i] = f * (dw[j] as number);
+      });
+    }
+    if (gridArr.length > 0) {
+      free.forEach((j, t) => {
+        const xp = [...xv];
+        const h = 1e-7 * Math.max(Math.abs(xp[t] as number), 1e-4);
+        xp[t] = (xp[t] as number) + h;
+        const rp: number[] = [];
+        penaltyRows(toP(full(xp)), rp);
+        for (let g = 0; g < rp.length; g++) (cols[t] as number[])[nq + g] = ((rp[g] as number) - (r[nq + g] as number)) / h;
+      });
+    }
+    return cols;
+  };
+  const boxLo = [Number.NEGATIVE_INFINITY, 0, -RHO_MAX, ctx.mLo, ctx.sLo];
+  const boxHi = [Number.POSITIVE_INFINITY, LEE_MAX_WING_SLOPE, RHO_MAX, ctx.mHi, ctx.sHi];
+  const lm = levenbergMarquardt(residuals, free.map((j) => base[j]!), {
+    project,
+    jacobian,
+    lower: free.map((j) => boxLo[j]!),
+    upper: free.map((j) => boxHi[j]!),
+    maxIterations: lambda > 0 ? 200 : 100,
+  });
+  return { params: toP(full(lm.x)), iterations: lm.iterations };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+function residualsVolPts(p: SviParams, d: Prepared, T: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < d.k.length; i++) {
+    const w = sviTotalVariance(p, d.k[i] as number);
+    out.push(100 * (Math.sqrt(Math.max(w, 0) / T) - (d.iv[i] as number)));
+  }
+  return out;
+}
+
+/** Market ATM IV: linear interpolation in k of the quotes around k = 0; null if 0 is outside. */
+function marketAtmIv(d: Prepared): number | null {
+  const k = d.k;
+  const n = k.length;
+  if (n === 0 || (k[0] as number) > 0 || (k[n - 1] as number) < 0) return null;
+  for (let i = 0; i < n; i++) {
+    if ((k[i] as number) === 0) return d.iv[i] as number;
+    if (i + 1 < n && (k[i] as number) < 0 && (k[i + 1] as number) > 0) {
+      const t = (0 - (k[i] as number)) / ((k[i + 1] as number) - (k[i] as number));
+      return (d.iv[i] as number) * (1 - t) + (d.iv[i + 1] as number) * t;
+    }
+  }
+  return null;
+}
+
+function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 === 1 ? (s[h] as number) : ((s[h - 1] as number) + (s[h] as number)) / 2;
+}
