@@ -4,7 +4,7 @@
  * never needs more than about (log2((b - a)/tol))^2 evaluations and usually far fewer.
  *
  * Source: R. P. Brent, "Algorithms for Minimization without Derivatives", Prentice-Hall (1973), chapter 4
- * "An algorithm with guaranteed convergence for finding a zero of a function", procedure zero (section 4.6);
+ * "An algorithm with guaranteed convergence for finding a zero of a function" (ALGOL procedure zero);
  * the loop structure follows W. H. Press et al., "Numerical Recipes", 3rd ed. (2007), section 9.3.
  * Tested in test/quant/brent.test.ts.
  */

@@ -3,15 +3,15 @@
  *
  * Method (a safeguarded Halley iteration in the variables and objective functions of Jaeckel, with a
  * Brent fallback; not a port of "Let's Be Rational"):
- * 1. Normalise (Jaeckel 2015, section 2): x = ln(F/K), s = sigma sqrt T, b = price / sqrt(F K). By put-call
+ * 1. Normalise (Jaeckel 2015): x = ln(F/K), s = sigma sqrt T, b = price / sqrt(F K). By put-call
  *    parity the in-the-money option is replaced by its out-of-the-money twin (price minus intrinsic), and
  *    by the symmetry b_put(x, s) = b_call(-x, s) everything becomes an out-of-the-money call with
  *    x <= 0: b(x, s) = e^{x/2} N(x/s + s/2) - e^{-x/2} N(x/s - s/2), increasing in s from 0 to
  *    b_max = e^{x/2}.
  * 2. At-the-money (x = 0) has the closed form s = -2 N^-1((1 - b)/2).
  * 3. Otherwise split at the inflection point s_c = sqrt(2|x|) (where d1 = 0; b is convex below, concave
- *    above; Jaeckel 2015 section 3). Below it solve 1/ln b(s) = 1/ln beta, above it solve
- *    ln(b_max - b(s)) = ln(b_max - beta), the objective functions of Jaeckel (2015) section 4, which are
+ *    above; Jaeckel 2006, 2015). Below it solve 1/ln b(s) = 1/ln beta, above it solve
+ *    ln(b_max - b(s)) = ln(b_max - beta), the objective functions of Jaeckel (2015), which are
  *    nearly linear in their regions. In the upper branch b_max - b = e^{x/2} N(-d1) + e^{-x/2} N(d2) is
  *    summed from two positive tails, so no cancellation. Halley steps use the analytic normalised vega
  *    b' = exp(-(x^2/s^2 + s^2/4)/2)/sqrt(2 pi) and b'' = b' (x^2/s^3 - s/4); a step leaving the current
@@ -21,9 +21,9 @@
  * that information (time value not swamped by rounding of the intrinsic part); tested on a grid in
  * test/quant/impliedVol.test.ts.
  *
- * Sources: P. Jaeckel, "Let's Be Rational", Wilmott Magazine, January 2015, pp. 40-53 (normalisation,
- * branch split at s_c, objective functions); P. Jaeckel, "By Implication", Wilmott Magazine, November
- * 2006, pp. 60-66 (the s_c inflection point and the bounds); R. P. Brent (1973), see brent.ts.
+ * Sources: P. Jaeckel, "Let's Be Rational", Wilmott Magazine, January 2015 (normalisation, branch split at
+ * s_c, objective functions); P. Jaeckel, "By Implication", Wilmott Magazine, November 2006 (the s_c
+ * inflection point and the price bounds); R. P. Brent (1973), see brent.ts.
  */
 import { brentRoot } from './brent.js';
 import type { OptionType } from './black76.js';
@@ -34,7 +34,7 @@ const MAX_HALLEY_ITERATIONS = 100;
 /** Relative step in s below which the iteration stops (the objectives carry ~1e-16 absolute noise). */
 const REL_STEP_TOL = 1e-14;
 
-/** Normalised out-of-the-money call b(x, s), x <= 0, s > 0 (Jaeckel 2015 eq. 2.3 with theta = 1). */
+/** Normalised out-of-the-money call b(x, s), x <= 0, s > 0 (Jaeckel 2015, normalised Black call). */
 function normalisedOtmCall(x: number, s: number): number {
   const d1 = x / s + 0.5 * s;
   return Math.exp(0.5 * x) * normCdf(d1) - Math.exp(-0.5 * x) * normCdf(d1 - s);
