@@ -1,0 +1,164 @@
+/**
+ * Implied-volatility surface from per-expiry smiles in total implied variance w(k, T) = sigma^2 T,
+ * k = ln(K/F(T)) the log-moneyness against the forward of that expiry.
+ *
+ * Interpolation in T (Gatheral, "The Volatility Surface: A Practitioner's Guide", Wiley 2006, ch. 3
+ * and ch. 5; Gatheral-Jacquier 2014 sec. 2): at constant log-moneyness k, total variance is linear
+ * in T between two listed expiries T_i < T < T_{i+1}:
+ *   w(k, T) = w_i(k) + (w_{i+1}(k) - w_i(k)) (T - T_i) / (T_{i+1} - T_i).
+ * This keeps w non-decreasing in T (no calendar arbitrage) whenever the listed slices are, and is
+ * exact at the listed expiries. Outside the listed range the implied vol at fixed k is held
+ * constant (our rule, stated in docs/conventions.md):
+ *   before the first expiry  w(k, T) = w_1(k) T / T_1   (so w(k, 0) = 0),
+ *   after the last expiry    w(k, T) = w_N(k) T / T_N.
+ *
+ * Calendar-spread arbitrage: with deterministic forwards (r = 0 here) the surface is free of it iff
+ * w(k, T) is non-decreasing in T at every fixed k (Gatheral-Jacquier 2014, Lemma 2.1; Gatheral 2006
+ * ch. 3 "no calendar spread arbitrage").
+ *
+ * Units: T in years ACT/365; K and F in the quote currency; implied vols as fractions.
+ */
+import { sviTotalVariance, type SviParams } from './svi.js';
+
+/** One listed expiry of a surface: give either raw SVI `params` or a `totalVariance(k)` function. */
+export interface SurfaceSliceInput {
+  /** Expiry, Unix seconds. */
+  readonly expirationTimestamp: number;
+  /** Time to expiry, years ACT/365, > 0. */
+  readonly T: number;
+  /** The expiry's forward, quote currency, > 0. */
+  readonly forward: number;
+  /** Raw SVI parameters of this expiry's total variance (Gatheral-Jacquier 2014 eq. (3.1)). */
+  readonly params?: SviParams;
+  /** Total implied variance as a function of log-moneyness k = ln(K/F) (used when `params` is absent). */
+  readonly totalVariance?: (k: number) => number;
+}
+
+/** A listed slice of a built surface (immutable). */
+export interface SurfaceSlice {
+  readonly expirationTimestamp: number;
+  readonly T: number;
+  readonly forward: number;
+  /** Raw SVI parameters when the slice was given as SVI, else null. */
+  readonly params: SviParams | null;
+  /** w(k) of the slice. */
+  readonly totalVariance: (k: number) => number;
+}
+
+/** One calendar-arbitrage violation: w decreases from an expiry to the next at log-moneyness k. */
+export interface CalendarViolation {
+  readonly k: number;
+  readonly earlierExpiry: number;
+  readonly laterExpiry: number;
+  readonly wEarlier: number;
+  readonly wLater: number;
+}
+
+/** Result of {@link VolSurface.calendarArbitrageFree}. */
+export interface CalendarCheck {
+  readonly arbitrageFree: boolean;
+  /** All (k, adjacent pair) where w_{i+1}(k) < w_i(k) - tol. */
+  readonly violations: readonly CalendarViolation[];
+}
+
+/** Default k-grid for the calendar check: 241 points on [-3, 3] (K/F from 0.05 to 20). */
+export function defaultCalendarGrid(): number[] {
+  return Array.from({ length: 241 }, (_, i) => -3 + (6 * i) / 240);
+}
+
+/**
+ * Immutable volatility surface (see the module docstring for the interpolation rules and sources).
+ * Build it with `new VolSurface(slices)`; slices may come in any order.
+ * @throws RangeError when there is no slice, a T or forward is not finite and > 0, two slices have
+ *   the same T, or a slice has neither `params` nor `totalVariance`.
+ */
+export class VolSurface {
+  /** Listed slices sorted by T ascending (frozen). */
+  readonly slices: readonly SurfaceSlice[];
+
+  constructor(slices: readonly SurfaceSliceInput[]) {
+    if (slices.length === 0) throw new RangeError('VolSurface: at least one slice is needed');
+    const built: SurfaceSlice[] = slices.map((s) => {
+      if (!(Number.isFinite(s.T) && s.T > 0)) throw new RangeError(`VolSurface: T must be > 0, got ${s.T}`);
+      if (!(Number.isFinite(s.forward) && s.forward > 0)) throw new RangeError(`VolSurface: forward must be > 0, got ${s.forward}`);
+      let tv: (k: number) => number;
+      let params: SviParams | null = null;
+      if (s.params) {
+        const p = Object.freeze({ ...s.params });
+        params = p;
+        tv = (k: number) => sviTotalVariance(p, k);
+      } else if (s.totalVariance) tv = s.totalVariance;
+      else throw new RangeError(`VolSurface: slice ${s.expirationTimestamp} has neither params nor totalVariance`);
+      return Object.freeze({ expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, params, totalVariance: tv });
+    });
+    built.sort((a, b) => a.T - b.T);
+    for (let i = 1; i < built.length; i++) {
+      if ((built[i] as SurfaceSlice).T === (built[i - 1] as SurfaceSlice).T) throw new RangeError(`VolSurface: two slices with T = ${(built[i] as SurfaceSlice).T}`);
+    }
+    this.slices = Object.freeze(built);
+    Object.freeze(this);
+  }
+
+  /**
+   * Total implied variance w(k, T) at log-moneyness k = ln(K/F(T)) and T years: linear in T at fixed
+   * k between listed expiries, constant implied vol at fixed k before the first and after the last
+   * (module docstring). w(k, 0) = 0. @throws RangeError if T < 0 or not finite.
+   */
+  totalVariance(T: number, k: number): number {
+    if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVariance: T must be >= 0, got ${T}`);
+    if (T === 0) return 0;
+    const s = this.slices;
+    const first = s[0] as SurfaceSlice;
+    const last = s[s.length - 1] as SurfaceSlice;
+    if (T <= first.T) return (first.totalVariance(k) * T) / first.T;
+    if (T >= last.T) return (last.totalVariance(k) * T) / last.T;
+    let lo = 0;
+    let hi = s.length - 1;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if ((s[mid] as SurfaceSlice).T <= T) lo = mid;
+      else hi = mid;
+    }
+    const a = s[lo] as SurfaceSlice;
+    const b = s[hi] as SurfaceSlice;
+    const wa = a.totalVariance(k);
+    const wb = b.totalVariance(k);
+    return wa + ((wb - wa) * (T - a.T)) / (b.T - a.T);
+  }
+
+  /** Implied vol (fraction) at log-moneyness k and T > 0: sqrt(w(k, T)/T); NaN where w < 0. */
+  impliedVolAtLogMoneyness(T: number, k: number): number {
+    if (!(T > 0)) throw new RangeError(`VolSurface.impliedVol: T must be > 0, got ${T}`);
+    const w = this.totalVariance(T, k);
+    return w >= 0 ? Math.sqrt(w / T) : Number.NaN;
+  }
+
+  /**
+   * Implied vol (fraction) for strike K at T > 0 years, with F the forward of that T (the caller reads
+   * it from the forward curve; at a listed expiry it is the slice's forward). k = ln(K/F).
+   * @throws RangeError if T <= 0, K <= 0 or F <= 0.
+   */
+  impliedVol(T: number, K: number, F: number): number {
+    if (!(K > 0) || !(F > 0)) throw new RangeError(`VolSurface.impliedVol: K and F must be > 0, got K=${K}, F=${F}`);
+    return this.impliedVolAtLogMoneyness(T, Math.log(K / F));
+  }
+
+  /**
+   * Calendar-spread check on the listed slices: w_{i+1}(k) >= w_i(k) - tol for every adjacent pair and
+   * every k of `kGrid` (default {@link defaultCalendarGrid}). With linear interpolation in T this is
+   * also sufficient between the slices. Source: Gatheral-Jacquier 2014, Lemma 2.1.
+   */
+  calendarArbitrageFree(kGrid: readonly number[] = defaultCalendarGrid(), tol = 0): CalendarCheck {
+    const violations: CalendarViolation[] = [];
+    for (let i = 0; i + 1 < this.slices.length; i++) {
+      const a = this.slices[i] as SurfaceSlice;
+      const b = this.slices[i + 1] as SurfaceSlice;
+      for (const k of kGrid) {
+        const wa = a.totalVariance(k);
+        const wb = b.totalVariance(k);
+        if (!(wb >= wa - tol)) violations.push({ k, earlierExpiry: a.expirationTimestamp, laterExpiry: b.expirationTimestamp, wEarlier: wa, wLater: wb });
+      }
+    }
+    return { arbitrageFree: violations.length === 0, violations };
+  }
+}
