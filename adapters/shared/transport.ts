@@ -13,7 +13,12 @@
  *   `Retry-After` header (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) waits at least that long;
  * - a watchdog terminates a socket silent (no frame, no ping) for longer than `silenceTimeoutMs`;
  *   every frame counts as traffic, including exchange heartbeats (Deribit sends `test_request`);
- * - `reconnects` counts completed reconnections (opens after the first).
+ * - `reconnects` counts completed reconnections (opens after the first);
+ * - optionally, an application-level client heartbeat ({@link TransportHeartbeat}): a text frame
+ *   sent every `intervalMs` (Bybit v5 `{"op":"ping"}`, "Connect" page: every 20 s), or only after
+ *   `intervalMs` without inbound traffic (OKX v5 text `ping`, "Overview > WebSocket > Connect":
+ *   N < 30 s). Its answer is ordinary traffic for the watchdog: a missing pong ends in a reconnect
+ *   after `silenceTimeoutMs`.
  *
  * Not here: JSON parsing, subscriptions, heartbeat answers, request/response correlation.
  */
@@ -69,6 +74,23 @@ export interface OpenContext {
   send(text: string): boolean;
 }
 
+/**
+ * An application-level heartbeat sent by the client on every open socket (additive option, used by
+ * the OKX and Bybit adapters; Deribit's server-driven `test_request` needs none).
+ */
+export interface TransportHeartbeat {
+  /** Period, ms (`fixed`), or silence before a ping, ms (`idle`). Must be > 0. */
+  readonly intervalMs: number;
+  /** The text frame to send, e.g. `ping` (OKX) or `{"op":"ping"}` (Bybit); a function builds a fresh one each time. */
+  readonly payload: string | (() => string);
+  /**
+   * `idle` (default): send only when no inbound frame arrived for `intervalMs`, then again every
+   * `intervalMs` while the silence lasts (OKX's rule). `fixed`: send every `intervalMs` whatever
+   * the traffic (Bybit's recommendation).
+   */
+  readonly mode?: 'idle' | 'fixed';
+}
+
 export interface ReconnectingTransportOptions {
   /** WebSocket URL, e.g. `wss://www.deribit.com/ws/api/v2`. */
   readonly url: string;
@@ -89,6 +111,8 @@ export interface ReconnectingTransportOptions {
   /** Label for log lines, e.g. `DERIBIT`. */
   readonly name?: string;
   readonly logger?: Logger;
+  /** Client heartbeat (see {@link TransportHeartbeat}); none by default. */
+  readonly heartbeat?: TransportHeartbeat;
 }
 
 /**
@@ -145,6 +169,9 @@ export class ReconnectingTransport {
   private closeReason: string | undefined;
   private reconnectTimer: unknown;
   private watchdogTimer: unknown;
+  private heartbeatTimer: unknown;
+  private lastHeartbeatMs = 0;
+  private heartbeatCount = 0;
   private stoppedPromise: Promise<void> | undefined;
 
   constructor(private readonly opts: ReconnectingTransportOptions) {
@@ -165,6 +192,11 @@ export class ReconnectingTransport {
   /** Completed reconnections since start (opens after the first). */
   get reconnects(): number {
     return this.reconnectCount;
+  }
+
+  /** Client heartbeat frames sent since start (see {@link TransportHeartbeat}). */
+  get heartbeatsSent(): number {
+    return this.heartbeatCount;
   }
 
   /** True while a socket is open. */
@@ -200,6 +232,7 @@ export class ReconnectingTransport {
     this.stopped = true;
     this.clearReconnectTimer();
     this.clearWatchdog();
+    this.clearHeartbeat();
     const ws = this.ws;
     this.stoppedPromise = new Promise<void>((resolve) => {
       const finish = (): void => {
@@ -260,6 +293,7 @@ export class ReconnectingTransport {
       this.lastTrafficMs = this.timers.now();
       this.setState({ state: 'open', connectionId: this.opens });
       this.armWatchdog(ws);
+      this.armHeartbeat(ws);
       const id = this.opens;
       try {
         this.opts.onOpen?.({
@@ -295,6 +329,7 @@ export class ReconnectingTransport {
       if (this.ws !== ws) return;
       this.ws = undefined;
       this.clearWatchdog();
+      this.clearHeartbeat();
       if (this.stopped) return;
       this.closeReason ??= `closed ${code}${reason.length ? ` ${reason.toString('utf8')}` : ''}`;
       this.scheduleReconnect();
@@ -326,6 +361,39 @@ export class ReconnectingTransport {
       this.watchdogTimer = this.timers.setTimeout(check, every);
     };
     this.watchdogTimer = this.timers.setTimeout(check, every);
+  }
+
+  private armHeartbeat(ws: WebSocket): void {
+    const hb = this.opts.heartbeat;
+    if (!hb || !(hb.intervalMs > 0)) return;
+    const every = hb.intervalMs;
+    const idle = (hb.mode ?? 'idle') === 'idle';
+    this.lastHeartbeatMs = this.timers.now();
+    const tick = (): void => {
+      this.heartbeatTimer = undefined;
+      if (this.ws !== ws || this.stopped || ws.readyState !== WebSocket.OPEN) return;
+      const now = this.timers.now();
+      // idle: due `every` ms after the later of the last inbound frame and the last ping.
+      const dueAt = idle ? Math.max(this.lastTrafficMs, this.lastHeartbeatMs) + every : this.lastHeartbeatMs + every;
+      if (now >= dueAt) {
+        try {
+          ws.send(typeof hb.payload === 'function' ? hb.payload() : hb.payload);
+          this.heartbeatCount += 1;
+        } catch (e) {
+          this.logger?.warn({ transport: this.name, err: e instanceof Error ? e.message : String(e) }, 'heartbeat send failed');
+        }
+        this.lastHeartbeatMs = now;
+        this.heartbeatTimer = this.timers.setTimeout(tick, every);
+      } else {
+        this.heartbeatTimer = this.timers.setTimeout(tick, Math.max(1, dueAt - now));
+      }
+    };
+    this.heartbeatTimer = this.timers.setTimeout(tick, every);
+  }
+
+  private clearHeartbeat(): void {
+    if (this.heartbeatTimer !== undefined) this.timers.clearTimeout(this.heartbeatTimer);
+    this.heartbeatTimer = undefined;
   }
 
   private clearWatchdog(): void {

@@ -1,0 +1,685 @@
+/**
+ * OKX normalizer: raw OKX v5 public messages -> normalized {@link MarketEvent}s, or a counted drop.
+ *
+ * OKX splits what one Deribit ticker carries over several channels: `opt-summary` has the IVs and
+ * the forward but no index; `mark-price` has the mark but no index; `index-tickers` has the index;
+ * `funding-rate` the funding. So the normalizer is a small deterministic state machine
+ * ({@link OkxNormalizer}): it keeps the latest index per instrument family, mark per instrument and
+ * funding per swap, and joins them. No I/O, no clock: the same message sequence always gives the
+ * same events (replay-safe). Never throws.
+ *
+ * Units converted here (src/domain/events.ts):
+ * - every value is a JSON string parsed strictly (wire.ts `okxNum`: `""` = missing);
+ * - ms timestamps -> Unix seconds (`/ 1000`); IVs are already fractions (`markVol` 0.3675 = 36.75 %).
+ *
+ * Decisions (adapters/okx/README.md):
+ * - forward = `fwdPx` (OKX's forward for the expiry). The index is NOT the forward (tardis-node's
+ *   OKX mapper used the index as the underlying price: that is the mistake avoided here).
+ * - indexPrice of an OptionQuote = the latest `index-tickers` price of its family. Before the first
+ *   index of a family has been seen, the fallback is the forward of the nearest expiry of that
+ *   family (F(T) = S(1 + basis T): for OKX's daily expiries T < 1 day, an error of the order of
+ *   basis x T, about 1e-4); such quotes are counted in {@link OkxNormalizer.indexFallbacks}.
+ * - bid/ask IV `"0"` or `""` -> null (no order on that side); markVol <= 0 or missing -> dropped.
+ * - greeks = OKX's Black-Scholes Greeks (`deltaBS`, `gammaBS`, `vegaBS` per vol point, `thetaBS`
+ *   per day, USD); the plain `delta`/`gamma`/`vega`/`theta` are OKX's coin ("PA") Greeks, not kept.
+ * - FutureQuote (futures, swaps) from `mark-price` joined with the family index (dropped as
+ *   `no-index-yet` until one is seen); `tickers` only stand in before the first mark-price of an
+ *   instrument (mark = mid of best bid/ask, else last) and are otherwise ignored.
+ * - `funding-rate` -> the swap's currentFunding (rate for OKX's interval; funding8h = rate x 8 /
+ *   intervalHours) and FundingRate points: current format, `settState: settled` -> one point at the
+ *   previous settlement (prevFundingTime, else fundingTime - interval) with `settFundingRate`; old
+ *   format (no settState) -> one point when `fundingTime` rolls forward, with the last rate seen
+ *   for the settled time. Each (instrument, time) is emitted once.
+ * - options of an expiry at/after their expiry (`closed-instrument`), unsupported families
+ *   (`unsupported-instrument`/`unsupported-index`), and channels we do not use are counted drops.
+ *
+ * Source: OKX API v5 docs (see wire.ts for each message's section); samples in
+ * ../shared/exchange-samples/okx/.
+ */
+import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
+import type { NormalizeResult, Normalizer } from '../types.js';
+import { parseOkxInstId, pairOfFamily, type OkxInstrument } from './instruments.js';
+import {
+  FundingHistoryItemSchema,
+  FundingRatePushSchema,
+  IndexTickerSchema,
+  MarkPriceSchema,
+  OkxEventSchema,
+  OkxInstrumentSchema,
+  OkxPushSchema,
+  OkxRestEnvelopeSchema,
+  OptSummarySchema,
+  TickerSchema,
+  type FundingRatePush,
+  type OptSummary,
+} from './wire.js';
+
+/** One dropped item with its counting label (see {@link OkxDropKinds}). */
+export interface DroppedItem {
+  readonly kind: string;
+  readonly detail: string;
+}
+
+/** Result of normalizing a list (REST listing, funding history): kept events and per-item drops. */
+export interface ListNormalizeResult<E> {
+  readonly events: E[];
+  readonly dropped: DroppedItem[];
+}
+
+/** The stable drop labels of the OKX normalizer (metrics, README). */
+export const OkxDropKinds = {
+  malformed: 'malformed',
+  badOptSummary: 'bad-opt-summary',
+  noForward: 'no-forward',
+  badIndex: 'bad-index',
+  badMark: 'bad-mark-price',
+  badTicker: 'bad-ticker',
+  badFunding: 'bad-funding',
+  badInstrument: 'bad-instrument',
+  noIndexYet: 'no-index-yet',
+  closed: 'closed-instrument',
+  inactive: 'inactive-instrument',
+  unsupportedInstrument: 'unsupported-instrument',
+  unsupportedIndex: 'unsupported-index',
+  ignoredChannel: 'ignored-channel',
+  unknownChannel: 'unknown-channel',
+  unknownEvent: 'unknown-event',
+  wsError: 'ws-error',
+  restError: 'rest-error',
+  internal: 'normalizer-error',
+} as const;
+
+const SOURCE = 'OKX' as const;
+const HOUR_MS = 3_600_000;
+/** OKX's usual funding interval, hours (docs: funding rate channel, "currently set at 8 hours"). */
+export const OKX_DEFAULT_FUNDING_INTERVAL_H = 8;
+
+type ItemResult = { ok: true; events: MarketEvent[] } | { ok: false; kind: string; detail: string };
+
+function no(kind: string, detail: string): ItemResult {
+  return { ok: false, kind, detail };
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function zodDetail(err: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
+  return err.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`)
+    .join('; ');
+}
+
+function pos(v: number | null | undefined): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0;
+}
+
+function nameDrop(reason: 'unsupported' | 'malformed', bad: string): string {
+  return reason === 'unsupported' ? OkxDropKinds.unsupportedInstrument : bad;
+}
+
+/**
+ * The funding point settled by a current-format `funding-rate` push, or null. Requires
+ * `settState: "settled"` and a `settFundingRate`: the point is at `prevFundingTime` when printed,
+ * else at `fundingTime - (nextFundingTime - fundingTime)`; `interest` = `settFundingRate`
+ * (fraction, for that interval as OKX states it); `intervalHours` = fundingTime - point time.
+ * Times Unix seconds. Pure. Source: docs #public-data-websocket-funding-rate-channel (settState,
+ * settFundingRate: "if settled, the funding rate used for the previous settlement cycle").
+ */
+export function okxSettledFundingPoint(p: FundingRatePush): { timestamp: number; interest: number; intervalHours: number } | null {
+  if (p.settState !== 'settled' || p.settFundingRate === null) return null;
+  const ft = p.fundingTime;
+  if (!pos(ft)) return null;
+  let at: number | null = null;
+  if (pos(p.prevFundingTime) && p.prevFundingTime < ft) at = p.prevFundingTime;
+  else if (pos(p.nextFundingTime) && p.nextFundingTime > ft) at = ft - (p.nextFundingTime - ft);
+  if (at === null || !(at > 0)) return null;
+  return { timestamp: at / 1000, interest: p.settFundingRate, intervalHours: (ft - at) / HOUR_MS };
+}
+
+interface Held {
+  readonly price: number;
+  /** Exchange time, Unix s. */
+  readonly ts: number;
+}
+
+interface HeldFunding {
+  readonly rate: number;
+  /** Settlement time of `rate`, Unix ms (as printed). */
+  readonly fundingTimeMs: number;
+  readonly intervalHours: number;
+  /** True when the push carried `settState` (current format). */
+  readonly current: boolean;
+}
+
+/** Options of {@link OkxNormalizer}. */
+export interface OkxNormalizerOptions {
+  /**
+   * Called once per dropped ITEM of a push whose other items were kept (or beyond the first
+   * dropped item of a push whose items were all dropped: that first one is the NormalizeResult).
+   * Wire it to the feed's DropCounter so that every bad item is counted exactly once.
+   */
+  readonly onItemDrop?: (kind: string, detail: string) => void;
+  /** Per-instrument memory of emitted funding times (dedupe); oldest forgotten beyond this. Default 5 000. */
+  readonly fundingMemory?: number;
+}
+
+/**
+ * The stateful, deterministic OKX normalizer (see the module docstring). Use
+ * {@link OkxNormalizer.normalize} as a {@link Normalizer}. One instance per connection set
+ * (feed) or per replayed file.
+ */
+export class OkxNormalizer {
+  private readonly index = new Map<string, Held>();
+  private readonly nearestForward = new Map<string, { expiry: number; forward: number }>();
+  private readonly marks = new Map<string, Held>();
+  private readonly funding = new Map<string, HeldFunding>();
+  private readonly fundingSeen = new Map<string, Set<number>>();
+  private readonly expiries = new Map<string, number>();
+  private readonly onItemDrop: (kind: string, detail: string) => void;
+  private readonly fundingMemory: number;
+  private fallbacks = 0;
+
+  constructor(opts: OkxNormalizerOptions = {}) {
+    this.onItemDrop = opts.onItemDrop ?? (() => {});
+    this.fundingMemory = opts.fundingMemory ?? 5_000;
+  }
+
+  /** OptionQuotes emitted with the nearest-expiry forward as index (no index seen yet for the family). */
+  get indexFallbacks(): number {
+    return this.fallbacks;
+  }
+
+  /** Latest index of a family (`BTC-USD`), Unix s and price; undefined before the first. */
+  latestIndex(family: string): { price: number; timestamp: number } | undefined {
+    const h = this.index.get(family);
+    return h ? { price: h.price, timestamp: h.ts } : undefined;
+  }
+
+  /**
+   * Record listed expiries (from {@link normalizeOkxInstruments}): quotes of these instruments use
+   * the listing's `expTime` instead of the date in the name.
+   */
+  registerInstruments(defs: readonly InstrumentDefinition[]): void {
+    for (const d of defs) if (d.source === SOURCE && d.expirationTimestamp !== null) this.expiries.set(d.instrument, d.expirationTimestamp);
+  }
+
+  /**
+   * Mark a funding point (instrument, Unix s) as already published (e.g. from the REST history);
+   * returns true when it was new. The normalizer never emits a marked point again.
+   */
+  noteFunding(instrumentId: string, timestampS: number): boolean {
+    let seen = this.fundingSeen.get(instrumentId);
+    if (!seen) {
+      seen = new Set();
+      this.fundingSeen.set(instrumentId, seen);
+    }
+    if (seen.has(timestampS)) return false;
+    seen.add(timestampS);
+    if (seen.size > this.fundingMemory) {
+      const oldest = Math.min(...seen);
+      seen.delete(oldest);
+    }
+    return true;
+  }
+
+  /** The {@link Normalizer}: one parsed message (or the text `pong`) + receive time (Unix s). Never throws. */
+  readonly normalize: Normalizer = (raw, receivedAtS) => {
+    try {
+      return this.inner(raw, receivedAtS);
+    } catch (e) {
+      return { ok: false, kind: OkxDropKinds.internal, detail: e instanceof Error ? e.message : String(e) };
+    }
+  };
+
+  private inner(raw: unknown, receivedAtS: number): NormalizeResult {
+    if (raw === 'pong') return { ok: true, events: [] };
+    if (!isRecord(raw)) return { ok: false, kind: OkxDropKinds.malformed, detail: `not a JSON object: ${typeof raw}` };
+    if (!Number.isFinite(receivedAtS)) return { ok: false, kind: OkxDropKinds.malformed, detail: `receivedAt ${receivedAtS}` };
+    if (typeof raw['event'] === 'string') return this.event(raw);
+    if (!('arg' in raw) || !('data' in raw)) return { ok: false, kind: OkxDropKinds.malformed, detail: 'neither a push nor an event' };
+    const push = OkxPushSchema.safeParse(raw);
+    if (!push.success) return { ok: false, kind: OkxDropKinds.malformed, detail: `push: ${zodDetail(push.error)}` };
+    const { arg, data } = push.data;
+    let handle: (item: unknown, recv: number) => ItemResult;
+    switch (arg.channel) {
+      case 'opt-summary':
+        return this.optSummary(data, receivedAtS);
+      case 'index-tickers':
+        handle = (it, r) => this.indexTicker(it, r);
+        break;
+      case 'mark-price':
+        handle = (it, r) => this.markPrice(it, r);
+        break;
+      case 'tickers':
+        handle = (it, r) => this.ticker(it, r);
+        break;
+      case 'funding-rate':
+        handle = (it, r) => this.fundingRate(it, r);
+        break;
+      case 'books':
+      case 'books5':
+      case 'books-l2-tbt':
+      case 'books50-l2-tbt':
+      case 'bbo-tbt':
+      case 'trades':
+      case 'trades-all':
+      case 'open-interest':
+      case 'price-limit':
+      case 'estimated-price':
+        return { ok: false, kind: OkxDropKinds.ignoredChannel, detail: arg.channel };
+      default:
+        return { ok: false, kind: OkxDropKinds.unknownChannel, detail: arg.channel.slice(0, 80) };
+    }
+    return this.combine(data.map((it) => handle(it, receivedAtS)));
+  }
+
+  /** Merge per-item results: ok with the kept events; every dropped item counted exactly once. */
+  private combine(results: readonly ItemResult[]): NormalizeResult {
+    const events: MarketEvent[] = [];
+    const drops: { kind: string; detail: string }[] = [];
+    for (const r of results) {
+      if (r.ok) events.push(...r.events);
+      else drops.push({ kind: r.kind, detail: r.detail });
+    }
+    if (events.length === 0 && drops.length > 0 && drops.length === results.length) {
+      for (const d of drops.slice(1)) this.onItemDrop(d.kind, d.detail);
+      const first = drops[0] as { kind: string; detail: string };
+      return { ok: false, kind: first.kind, detail: first.detail };
+    }
+    for (const d of drops) this.onItemDrop(d.kind, d.detail);
+    return { ok: true, events };
+  }
+
+  private event(raw: Record<string, unknown>): NormalizeResult {
+    const e = OkxEventSchema.safeParse(raw);
+    if (!e.success) return { ok: false, kind: OkxDropKinds.malformed, detail: `event: ${zodDetail(e.error)}` };
+    const ev = e.data;
+    switch (ev.event) {
+      case 'subscribe':
+      case 'unsubscribe':
+      case 'notice':
+        return { ok: true, events: [] };
+      case 'error':
+        return { ok: false, kind: OkxDropKinds.wsError, detail: `${ev.code ?? '?'} ${ev.msg ?? ''}`.slice(0, 300) };
+      default:
+        return { ok: false, kind: OkxDropKinds.unknownEvent, detail: ev.event.slice(0, 80) };
+    }
+  }
+
+  private expiryOf(inst: OkxInstrument): number | null {
+    return this.expiries.get(inst.name) ?? inst.expirationTimestamp;
+  }
+
+  // ------------------------------------------------------------------ options
+
+  private optSummary(data: readonly unknown[], receivedAtS: number): NormalizeResult {
+    interface Ok {
+      inst: OkxInstrument;
+      d: OptSummary;
+      expiry: number;
+      ts: number;
+    }
+    const results: ItemResult[] = [];
+    const good: (Ok | null)[] = [];
+    for (const item of data) {
+      const r = this.parseOptItem(item);
+      if ('kind' in r) {
+        results.push(r);
+        good.push(null);
+      } else {
+        results.push({ ok: true, events: [] });
+        good.push(r);
+      }
+    }
+    // Nearest-expiry forward per family (fallback index), from this push and earlier ones.
+    for (const g of good) {
+      if (!g) continue;
+      const cur = this.nearestForward.get(g.inst.family);
+      // keep the shortest live expiry; a held expiry already past (<= this item's time) is replaced
+      if (!cur || g.expiry <= cur.expiry || cur.expiry <= g.ts) this.nearestForward.set(g.inst.family, { expiry: g.expiry, forward: g.d.fwdPx as number });
+    }
+    for (let i = 0; i < good.length; i++) {
+      const g = good[i];
+      if (!g) continue;
+      const idx = this.index.get(g.inst.family);
+      let indexPrice: number;
+      if (idx) indexPrice = idx.price;
+      else {
+        indexPrice = (this.nearestForward.get(g.inst.family) as { forward: number }).forward;
+        this.fallbacks += 1;
+      }
+      results[i] = { ok: true, events: [this.optionQuote(g.inst, g.d, g.expiry, g.ts, indexPrice, receivedAtS)] };
+    }
+    return this.combine(results);
+  }
+
+  private parseOptItem(item: unknown): { inst: OkxInstrument; d: OptSummary; expiry: number; ts: number } | { ok: false; kind: string; detail: string } {
+    const id = isRecord(item) ? item['instId'] : undefined;
+    const p = parseOkxInstId(id);
+    if (!p.ok) return { ok: false, kind: nameDrop(p.reason, OkxDropKinds.badOptSummary), detail: p.detail };
+    const inst = p.instrument;
+    if (inst.type !== 'option') return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name} is not an option` };
+    const parsed = OptSummarySchema.safeParse(item);
+    if (!parsed.success) return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name}: ${zodDetail(parsed.error)}` };
+    const d = parsed.data;
+    if (!pos(d.ts)) return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name}: ts ${d.ts}` };
+    const ts = d.ts / 1000;
+    const expiry = this.expiryOf(inst) as number;
+    if (ts >= expiry) return { ok: false, kind: OkxDropKinds.closed, detail: `${inst.name} at/after expiry` };
+    if (!pos(d.markVol)) return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name}: markVol ${d.markVol}` };
+    if (!pos(d.fwdPx)) return { ok: false, kind: OkxDropKinds.noForward, detail: `${inst.name}: fwdPx ${d.fwdPx === null ? 'missing' : d.fwdPx}` };
+    return { inst, d, expiry, ts };
+  }
+
+  private optionQuote(inst: OkxInstrument, d: OptSummary, expiry: number, ts: number, indexPrice: number, receivedAtS: number): OptionQuote {
+    const bs = [d.deltaBS, d.gammaBS, d.vegaBS, d.thetaBS];
+    const greeks = bs.every((v) => typeof v === 'number' && Number.isFinite(v))
+      ? { delta: d.deltaBS as number, gamma: d.gammaBS as number, vega: d.vegaBS as number, theta: d.thetaBS as number }
+      : null;
+    return {
+      kind: 'option',
+      source: SOURCE,
+      instrument: inst.name,
+      base: inst.pair.base,
+      quote: inst.pair.quote,
+      expirationTimestamp: expiry,
+      strike: inst.strike as number,
+      optionType: inst.optionType as 'C' | 'P',
+      inverse: inst.inverse,
+      markIv: d.markVol as number,
+      bidIv: pos(d.bidVol) ? d.bidVol : null,
+      askIv: pos(d.askVol) ? d.askVol : null,
+      markPriceNative: null,
+      forward: d.fwdPx as number,
+      indexPrice,
+      greeks,
+      timestamp: ts,
+      receivedAt: receivedAtS,
+    };
+  }
+
+  // ------------------------------------------------------------------ index
+
+  private indexTicker(item: unknown, receivedAtS: number): ItemResult {
+    const parsed = IndexTickerSchema.safeParse(item);
+    if (!parsed.success) return no(OkxDropKinds.badIndex, zodDetail(parsed.error));
+    const d = parsed.data;
+    const pair = pairOfFamily(d.instId);
+    if (!pair) return no(OkxDropKinds.unsupportedIndex, d.instId.slice(0, 40));
+    if (!pos(d.idxPx)) return no(OkxDropKinds.badIndex, `${d.instId}: idxPx ${d.idxPx}`);
+    if (!pos(d.ts)) return no(OkxDropKinds.badIndex, `${d.instId}: ts ${d.ts}`);
+    const ts = d.ts / 1000;
+    const held = this.index.get(d.instId);
+    if (!held || ts >= held.ts) this.index.set(d.instId, { price: d.idxPx, ts });
+    return { ok: true, events: [{ kind: 'index', source: SOURCE, base: pair.base, quote: pair.quote, price: d.idxPx, timestamp: ts, receivedAt: receivedAtS }] };
+  }
+
+  // ------------------------------------------------------------------ futures and swaps
+
+  private futureInstrument(id: unknown, bad: string): { inst: OkxInstrument } | ItemResult {
+    const p = parseOkxInstId(id);
+    if (!p.ok) return no(nameDrop(p.reason, bad), p.detail);
+    if (p.instrument.type === 'option') return no(OkxDropKinds.ignoredChannel, `option ${p.instrument.name} on a futures channel`);
+    return { inst: p.instrument };
+  }
+
+  private futureQuote(inst: OkxInstrument, markPrice: number, ts: number, receivedAtS: number): ItemResult {
+    const idx = this.index.get(inst.family);
+    if (!idx) return no(OkxDropKinds.noIndexYet, `${inst.name}: no ${inst.family} index yet`);
+    const expiry = this.expiryOf(inst);
+    if (expiry !== null && ts >= expiry) return no(OkxDropKinds.closed, `${inst.name} at/after expiry`);
+    const perpetual = inst.type === 'perpetual';
+    const f = perpetual ? this.funding.get(inst.name) : undefined;
+    const q: FutureQuote = {
+      kind: 'future',
+      source: SOURCE,
+      instrument: inst.name,
+      base: inst.pair.base,
+      quote: inst.pair.quote,
+      perpetual,
+      expirationTimestamp: expiry,
+      inverse: inst.inverse,
+      markPrice,
+      indexPrice: idx.price,
+      currentFunding: f ? f.rate : null,
+      funding8h: f ? (f.rate * 8) / f.intervalHours : null,
+      timestamp: ts,
+      receivedAt: receivedAtS,
+    };
+    return { ok: true, events: [q] };
+  }
+
+  private markPrice(item: unknown, receivedAtS: number): ItemResult {
+    const id = isRecord(item) ? item['instId'] : undefined;
+    const fi = this.futureInstrument(id, OkxDropKinds.badMark);
+    if ('ok' in fi) return fi;
+    const parsed = MarkPriceSchema.safeParse(item);
+    if (!parsed.success) return no(OkxDropKinds.badMark, `${fi.inst.name}: ${zodDetail(parsed.error)}`);
+    const d = parsed.data;
+    if (!pos(d.markPx)) return no(OkxDropKinds.badMark, `${fi.inst.name}: markPx ${d.markPx}`);
+    if (!pos(d.ts)) return no(OkxDropKinds.badMark, `${fi.inst.name}: ts ${d.ts}`);
+    const ts = d.ts / 1000;
+    const held = this.marks.get(fi.inst.name);
+    if (!held || ts >= held.ts) this.marks.set(fi.inst.name, { price: d.markPx, ts });
+    return this.futureQuote(fi.inst, d.markPx, ts, receivedAtS);
+  }
+
+  private ticker(item: unknown, receivedAtS: number): ItemResult {
+    const id = isRecord(item) ? item['instId'] : undefined;
+    const fi = this.futureInstrument(id, OkxDropKinds.badTicker);
+    if ('ok' in fi) return fi;
+    const parsed = TickerSchema.safeParse(item);
+    if (!parsed.success) return no(OkxDropKinds.badTicker, `${fi.inst.name}: ${zodDetail(parsed.error)}`);
+    if (this.marks.has(fi.inst.name)) return { ok: true, events: [] }; // mark-price is the source once seen
+    const d = parsed.data;
+    if (!pos(d.ts)) return no(OkxDropKinds.badTicker, `${fi.inst.name}: ts ${d.ts}`);
+    const mark = pos(d.bidPx) && pos(d.askPx) ? (d.bidPx + d.askPx) / 2 : pos(d.last) ? d.last : null;
+    if (mark === null) return no(OkxDropKinds.badTicker, `${fi.inst.name}: no bid/ask or last`);
+    return this.futureQuote(fi.inst, mark, d.ts / 1000, receivedAtS);
+  }
+
+  // ------------------------------------------------------------------ funding
+
+  private fundingRate(item: unknown, receivedAtS: number): ItemResult {
+    const id = isRecord(item) ? item['instId'] : undefined;
+    const p = parseOkxInstId(id);
+    if (!p.ok) return no(nameDrop(p.reason, OkxDropKinds.badFunding), p.detail);
+    const inst = p.instrument;
+    if (inst.type !== 'perpetual') return no(OkxDropKinds.unsupportedInstrument, `${inst.name}: funding of a non-swap`);
+    const parsed = FundingRatePushSchema.safeParse(item);
+    if (!parsed.success) return no(OkxDropKinds.badFunding, `${inst.name}: ${zodDetail(parsed.error)}`);
+    const d = parsed.data;
+    if (d.fundingRate === null || !pos(d.fundingTime)) return no(OkxDropKinds.badFunding, `${inst.name}: fundingRate ${d.fundingRate}, fundingTime ${d.fundingTime}`);
+    const prev = this.funding.get(inst.name);
+    const interval =
+      pos(d.nextFundingTime) && d.nextFundingTime > d.fundingTime
+        ? (d.nextFundingTime - d.fundingTime) / HOUR_MS
+        : prev && d.fundingTime > prev.fundingTimeMs
+          ? (d.fundingTime - prev.fundingTimeMs) / HOUR_MS
+          : (prev?.intervalHours ?? OKX_DEFAULT_FUNDING_INTERVAL_H);
+    const current = d.settState !== undefined;
+    const events: MarketEvent[] = [];
+    // Settled points.
+    const settled = okxSettledFundingPoint(d);
+    if (settled) {
+      const ev = this.fundingPoint(inst, settled.timestamp, settled.interest, settled.intervalHours);
+      if (ev) events.push(ev);
+    } else if (!current && prev && !prev.current && d.fundingTime > prev.fundingTimeMs) {
+      // Old format: fundingTime rolled forward -> the previous one settled at the last rate seen.
+      const ev = this.fundingPoint(inst, prev.fundingTimeMs / 1000, prev.rate, (d.fundingTime - prev.fundingTimeMs) / HOUR_MS);
+      if (ev) events.push(ev);
+    }
+    if (!prev || d.fundingTime >= prev.fundingTimeMs) {
+      this.funding.set(inst.name, { rate: d.fundingRate, fundingTimeMs: d.fundingTime, intervalHours: interval, current });
+    }
+    // The swap's quote with the new current funding, when a mark is held.
+    const mark = this.marks.get(inst.name);
+    if (mark && this.index.has(inst.family)) {
+      const ts = pos(d.ts) ? d.ts / 1000 : mark.ts;
+      const q = this.futureQuote(inst, mark.price, ts, receivedAtS);
+      if (q.ok) events.unshift(...q.events);
+    }
+    return { ok: true, events };
+  }
+
+  private fundingPoint(inst: OkxInstrument, timestampS: number, interest: number, intervalHours: number): FundingRate | null {
+    if (!(intervalHours > 0) || !Number.isFinite(interest)) return null;
+    if (!this.noteFunding(inst.name, timestampS)) return null;
+    return { kind: 'funding', source: SOURCE, instrumentId: inst.name, base: inst.pair.base, quote: inst.pair.quote, interest, intervalHours, timestamp: timestampS };
+  }
+}
+
+/** A fresh {@link OkxNormalizer}'s `normalize` (e.g. for the replay feed): stateful per call of this factory. */
+export function okxNormalizer(opts?: OkxNormalizerOptions): Normalizer {
+  return new OkxNormalizer(opts).normalize;
+}
+
+/** The `data` array of a REST body (`{code:"0", data}`) or a bare array; an error for anything else. */
+function restData(body: unknown): { ok: true; data: unknown[] } | { ok: false; detail: string } {
+  if (Array.isArray(body)) return { ok: true, data: body };
+  const env = OkxRestEnvelopeSchema.safeParse(body);
+  if (!env.success) return { ok: false, detail: `not an OKX REST body: ${zodDetail(env.error)}` };
+  if (env.data.code !== '0') return { ok: false, detail: `code ${env.data.code} ${env.data.msg ?? ''}`.trim() };
+  return { ok: true, data: env.data.data ?? [] };
+}
+
+/**
+ * GET /api/v5/public/instruments (OPTION, FUTURES or SWAP; the body or its `data` array) ->
+ * InstrumentDefinitions of the supported families, plus per-item drops. Kept: `state: live` only.
+ * Expiry = `expTime` (ms -> s) when printed, else the date in the instId (08:00 UTC); an `expTime`
+ * more than a day away from the named date, a strike `stk` or `optType` that disagrees with the id,
+ * or an `instType` that does not match the id's shape is `bad-instrument`. `timestamp` = `listTime`
+ * (s), else `receivedAtS`. Pure; never throws. Source: #public-data-rest-api-get-instruments.
+ */
+export function normalizeOkxInstruments(body: unknown, receivedAtS: number): ListNormalizeResult<InstrumentDefinition> {
+  const events: InstrumentDefinition[] = [];
+  const dropped: DroppedItem[] = [];
+  const r = restData(body);
+  if (!r.ok) return { events, dropped: [{ kind: OkxDropKinds.restError, detail: r.detail }] };
+  for (const item of r.data) {
+    try {
+      const parsed = OkxInstrumentSchema.safeParse(item);
+      if (!parsed.success) {
+        dropped.push({ kind: OkxDropKinds.badInstrument, detail: zodDetail(parsed.error) });
+        continue;
+      }
+      const it = parsed.data;
+      const p = parseOkxInstId(it.instId);
+      if (!p.ok) {
+        dropped.push({ kind: nameDrop(p.reason, OkxDropKinds.badInstrument), detail: p.detail });
+        continue;
+      }
+      const inst = p.instrument;
+      const expected = inst.type === 'option' ? 'OPTION' : inst.type === 'future' ? 'FUTURES' : 'SWAP';
+      if (it.instType !== expected) {
+        dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: instType ${it.instType}` });
+        continue;
+      }
+      if (it.state !== undefined && it.state !== 'live') {
+        dropped.push({ kind: OkxDropKinds.inactive, detail: `${inst.name} ${it.state}` });
+        continue;
+      }
+      let expiry = inst.expirationTimestamp;
+      if (expiry !== null && pos(it.expTime)) {
+        const e = it.expTime / 1000;
+        if (Math.abs(e - expiry) > 86_400) {
+          dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: expTime ${it.expTime} far from its name` });
+          continue;
+        }
+        expiry = e;
+      }
+      if (inst.type === 'option') {
+        const k = inst.strike as number;
+        if (it.stk !== null && Math.abs(it.stk - k) > 1e-9 * k) {
+          dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: stk ${it.stk}` });
+          continue;
+        }
+        if (it.optType !== undefined && it.optType !== '' && it.optType !== inst.optionType) {
+          dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: optType ${it.optType}` });
+          continue;
+        }
+      }
+      events.push({
+        kind: 'instrument',
+        source: SOURCE,
+        instrument: inst.name,
+        base: inst.pair.base,
+        quote: inst.pair.quote,
+        type: inst.type,
+        expirationTimestamp: expiry,
+        strike: inst.strike,
+        optionType: inst.optionType,
+        inverse: inst.inverse,
+        timestamp: pos(it.listTime) ? it.listTime / 1000 : receivedAtS,
+      });
+    } catch (e) {
+      dropped.push({ kind: OkxDropKinds.internal, detail: e instanceof Error ? e.message : String(e) });
+    }
+  }
+  return { events, dropped };
+}
+
+/**
+ * GET /api/v5/public/funding-rate-history (the body or its `data` array, any order) -> FundingRate
+ * points ascending by time, one per `fundingTime`: `interest` = `realizedRate` (OKX: "actual funding
+ * rate") when printed, else `fundingRate`, fraction for the interval; `intervalHours` = the gap to
+ * the previous point of the same instrument (the first point takes the gap to the next one; a lone
+ * point {@link OKX_DEFAULT_FUNDING_INTERVAL_H}); `timestamp` = fundingTime / 1000. Items of
+ * unsupported instruments are dropped. Pure; never throws.
+ * Source: #public-data-rest-api-get-funding-rate-history.
+ */
+export function normalizeOkxFundingHistory(body: unknown): ListNormalizeResult<FundingRate> {
+  const dropped: DroppedItem[] = [];
+  const r = restData(body);
+  if (!r.ok) return { events: [], dropped: [{ kind: OkxDropKinds.restError, detail: r.detail }] };
+  const byInst = new Map<string, { inst: OkxInstrument; points: Map<number, number> }>();
+  for (const item of r.data) {
+    const parsed = FundingHistoryItemSchema.safeParse(item);
+    if (!parsed.success) {
+      dropped.push({ kind: OkxDropKinds.badFunding, detail: zodDetail(parsed.error) });
+      continue;
+    }
+    const it = parsed.data;
+    const p = parseOkxInstId(it.instId);
+    if (!p.ok) {
+      dropped.push({ kind: nameDrop(p.reason, OkxDropKinds.badFunding), detail: p.detail });
+      continue;
+    }
+    if (p.instrument.type !== 'perpetual') {
+      dropped.push({ kind: OkxDropKinds.unsupportedInstrument, detail: `${it.instId}: not a swap` });
+      continue;
+    }
+    const rate = it.realizedRate ?? it.fundingRate;
+    if (!pos(it.fundingTime) || rate === null) {
+      dropped.push({ kind: OkxDropKinds.badFunding, detail: `${it.instId}: fundingTime ${it.fundingTime}, rate ${rate}` });
+      continue;
+    }
+    let e = byInst.get(it.instId);
+    if (!e) {
+      e = { inst: p.instrument, points: new Map() };
+      byInst.set(it.instId, e);
+    }
+    e.points.set(it.fundingTime, rate);
+  }
+  const events: FundingRate[] = [];
+  for (const { inst, points } of byInst.values()) {
+    const times = [...points.keys()].sort((a, b) => a - b);
+    times.forEach((t, i) => {
+      const gapMs = i > 0 ? t - (times[i - 1] as number) : times.length > 1 ? (times[1] as number) - t : OKX_DEFAULT_FUNDING_INTERVAL_H * HOUR_MS;
+      events.push({
+        kind: 'funding',
+        source: SOURCE,
+        instrumentId: inst.name,
+        base: inst.pair.base,
+        quote: inst.pair.quote,
+        interest: points.get(t) as number,
+        intervalHours: gapMs / HOUR_MS,
+        timestamp: t / 1000,
+      });
+    });
+  }
+  events.sort((a, b) => a.timestamp - b.timestamp || a.instrumentId.localeCompare(b.instrumentId));
+  return { events, dropped };
+}
