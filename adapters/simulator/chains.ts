@@ -160,26 +160,37 @@ function round(x: number, dp = 10): number {
   return Number(x.toFixed(dp));
 }
 
+/** Shape of a strike grid: see {@link strikeGrid}. */
+export interface StrikeGridShape {
+  /** Zone widths are divided by this (> 0; larger = fewer strikes away from the money). Default 1. */
+  readonly density?: number;
+  /** Highest strike / spot (default 4.5). */
+  readonly maxUp?: number;
+  /** Spot / lowest strike (default 5). */
+  readonly maxDown?: number;
+}
+
 /**
  * Strike grid around `spot` for an expiry whose strikes were listed with a width
  * w = atmVol * sqrt(Tlisting) in log-moneyness x = ln(K / spot).
- * Steps: u = niceRound(spot (0.004 + 0.025 w) density) for |x| <= 0.4 w, niceCeil(2u) up to w,
- * niceCeil(5u) up to 2w, niceCeil(10u) beyond; range x in [-min(2.2 w, ln 5), min(2.8 w, ln 4.5)], with at
- * least 3 strikes on each side of the spot. Reproduces the spacing of the recorded BTC chains
- * (500 for dailies, 1000 for weeklies/monthlies, 2000 near the money for quarterlies at ~90k).
- * @param density > 0; larger gives coarser steps (fewer strikes).
+ * Steps: u = niceCeil(spot (0.004 + 0.025 w)) for |x| <= 0.4 w / density, niceCeil(2u) up to
+ * w / density, niceCeil(5u) up to 2 w / density, niceCeil(10u) beyond; range x in
+ * [-min(2.2 w, ln maxDown), min(2.8 w, ln maxUp)], with at least 3 strikes on each side of the
+ * spot. Reproduces the spacing of the recorded BTC chains (500 for dailies, 1000 for weeklies
+ * and monthlies, 2000 near the money for quarterlies at ~90k; 20k to 400k for quarterlies).
  * @returns ascending strikes (rounded to 10 decimals, multiples of their zone step).
  */
-export function strikeGrid(spot: number, w: number, density = 1): number[] {
-  const u = niceRound(spot * (0.004 + 0.025 * w) * density);
+export function strikeGrid(spot: number, w: number, shape: StrikeGridShape = {}): number[] {
+  const density = shape.density ?? 1;
+  const u = niceCeil(spot * (0.004 + 0.025 * w));
   const zones: Array<[number, number]> = [
-    [0.4 * w, u],
-    [1.0 * w, niceCeil(2 * u)],
-    [2.0 * w, niceCeil(5 * u)],
+    [(0.4 * w) / density, u],
+    [(1.0 * w) / density, niceCeil(2 * u)],
+    [(2.0 * w) / density, niceCeil(5 * u)],
     [Infinity, niceCeil(10 * u)],
   ];
-  const upMax = Math.min(2.8 * w, Math.log(4.5));
-  const downMax = Math.min(2.2 * w, Math.log(5));
+  const upMax = Math.min(2.8 * w, Math.log(shape.maxUp ?? 4.5));
+  const downMax = Math.min(2.2 * w, Math.log(shape.maxDown ?? 5));
   const out = new Set<number>();
   let a = 0;
   for (const [edge, step] of zones) {
@@ -252,8 +263,8 @@ export interface ProductSpec {
   readonly optionSchedule: ExpirySchedule;
   /** Dated futures schedule; null when Deribit lists none (SOL_USDC, XRP_USDC). */
   readonly futureSchedule: ExpirySchedule | null;
-  /** Strike density factor for {@link strikeGrid} (larger = fewer strikes). */
-  readonly strikeDensity: number;
+  /** Strike grid shape for {@link strikeGrid}. */
+  readonly strikes: StrikeGridShape;
   readonly option: ContractSpec;
   readonly future: ContractSpec | null;
   readonly perpetual: ContractSpec & { readonly instrument_id: number; readonly creation_timestamp: number };
@@ -282,7 +293,7 @@ export const PRODUCTS: readonly ProductSpec[] = [
     optionPriceDecimals: 8,
     optionSchedule: { dailies: 4, weeklyWindowDays: 21, monthlies: 3, quarterlies: 4 },
     futureSchedule: { dailies: 0, weeklyWindowDays: 14, monthlies: 2, quarterlies: 4 },
-    strikeDensity: 1.15,
+    strikes: { density: 1 },
     option: {
       contract_size: 1,
       min_trade_amount: 0.1,
@@ -338,7 +349,7 @@ export const PRODUCTS: readonly ProductSpec[] = [
     optionPriceDecimals: 8,
     optionSchedule: { dailies: 4, weeklyWindowDays: 21, monthlies: 3, quarterlies: 4 },
     futureSchedule: { dailies: 0, weeklyWindowDays: 14, monthlies: 2, quarterlies: 4 },
-    strikeDensity: 1.9,
+    strikes: { density: 1.6 },
     option: {
       contract_size: 1,
       min_trade_amount: 1,
@@ -394,7 +405,7 @@ export const PRODUCTS: readonly ProductSpec[] = [
     optionPriceDecimals: 4,
     optionSchedule: { dailies: 2, weeklyWindowDays: 14, monthlies: 2, quarterlies: 1 },
     futureSchedule: null,
-    strikeDensity: 2.2,
+    strikes: { density: 2, maxUp: 3, maxDown: 3 },
     option: {
       contract_size: 10,
       min_trade_amount: 1,
@@ -438,7 +449,7 @@ export const PRODUCTS: readonly ProductSpec[] = [
     optionPriceDecimals: 6,
     optionSchedule: { dailies: 1, weeklyWindowDays: 14, monthlies: 2, quarterlies: 1 },
     futureSchedule: null,
-    strikeDensity: 2.8,
+    strikes: { density: 2, maxUp: 3, maxDown: 3 },
     option: {
       contract_size: 1000,
       min_trade_amount: 1,
@@ -697,7 +708,7 @@ export class DeribitChains {
     const tList = Math.max((e.ms - created) / MS_PER_YEAR, (e.ms - nowMs) / MS_PER_YEAR);
     const spot = this.market.spot(p.underlying);
     const w = this.market.atmVol(p.underlying, tList) * Math.sqrt(tList);
-    const strikes = strikeGrid(spot, w, p.strikeDensity);
+    const strikes = strikeGrid(spot, w, p.strikes);
     const out: SimInstrument[] = [];
     for (const K of strikes) {
       for (const type of ['call', 'put'] as const) {
