@@ -1,0 +1,261 @@
+/**
+ * KafkaReplica: fills a MarketCache from the service's Kafka topics, for API replicas (ROLE=api) that serve REST
+ * without connecting to any exchange (../shared/design.md "Scaling past one machine").
+ *
+ * - Reads `surface-snapshots`, `forward-curves` and `funding-updates` from the beginning with a consumer group of
+ *   its own (every replica sees every partition); the compacted topics give the latest document per key, the
+ *   funding topic the whole retained history; then follows the topics live.
+ * - Rebuilds immutable snapshots with the calibrator's own constructors (src/replica/rebuild.ts), so the same REST
+ *   query gives the same numbers on the calibrator and on the replica.
+ * - A document older (observationTimestamp) than the one held for its key is ignored (a consumer restart re-reads
+ *   the topic; the cache never goes back in time). Funding points are deduplicated by (source, instrumentId,
+ *   timestamp) by the FundingStore.
+ * - Freshness: each document `touch`es its (source, pair) at its observationTimestamp, so a replica's pair is stale
+ *   when the newest document is older than STALE_AFTER_S on the replica's wall clock (docs/events.md).
+ * - Every (source, pair) seen is added to the cache's expected pairs (readiness and "not connected" use them).
+ * - The broker may be absent at start: a background loop retries; REST answers 503 "warming up" meanwhile.
+ */
+import { Kafka, type Consumer, type EachBatchPayload } from 'kafkajs';
+import type { MarketCache } from '../cache/marketCache.js';
+import type { Pair, Source } from '../domain/markets.js';
+import {
+  ForwardCurveMessageSchema,
+  FundingUpdateMessageSchema,
+  SurfaceSnapshotMessageSchema,
+  messageToFunding,
+} from '../publish/schemas.js';
+import {
+  backoffMs,
+  ensureTopics,
+  kafkaClientConfig,
+  silentLogger,
+  sleep,
+  topicNames,
+  uniqueGroupId,
+  type KafkaLogger,
+  type TopicSettings,
+} from '../publish/topics.js';
+import { forwardCurveFromMessage, surfaceFromMessage } from './rebuild.js';
+
+export interface KafkaReplicaOptions extends TopicSettings {
+  readonly brokers: readonly string[];
+  readonly clientId?: string;
+  readonly cache: MarketCache;
+  readonly logger?: KafkaLogger;
+}
+
+/** Replica counters. */
+export interface ReplicaStats {
+  readonly connected: boolean;
+  readonly caughtUp: boolean;
+  readonly received: { surfaces: number; forwardCurves: number; funding: number };
+  /** Documents that failed to parse, validate or rebuild (ignored). */
+  readonly invalid: number;
+  /** Documents older than the one held for their key (ignored). */
+  readonly older: number;
+  /** Wall-clock Unix ms of the last document applied. */
+  readonly lastAppliedAtMs: number | null;
+}
+
+export class KafkaReplica {
+  private readonly kafka: Kafka;
+  private readonly topics: ReturnType<typeof topicNames>;
+  private readonly logger: KafkaLogger;
+  private consumer: Consumer | null = null;
+  private stopped = false;
+  private readonly abort = new AbortController();
+  private loopDone: Promise<void> | null = null;
+  private restartRequested = false;
+  private ends = new Map<string, number>();
+  private lagging = new Set<string>();
+  private isCaughtUp = false;
+  private readonly s = {
+    received: { surfaces: 0, forwardCurves: 0, funding: 0 },
+    invalid: 0,
+    older: 0,
+    lastAppliedAtMs: null as number | null,
+  };
+  /** Resolves once the replica has applied everything the topics held when it first connected (never rejects). */
+  readonly caughtUp: Promise<void>;
+  private resolveCaughtUp!: () => void;
+
+  constructor(private readonly opts: KafkaReplicaOptions) {
+    if (opts.brokers.length === 0) throw new Error('KafkaReplica needs at least one broker (KAFKA_BROKERS)');
+    this.logger = opts.logger ?? silentLogger;
+    this.kafka = new Kafka(kafkaClientConfig(opts.brokers, opts.clientId ?? 'vol-surface-service', this.logger));
+    this.topics = topicNames(opts.prefix);
+    this.caughtUp = new Promise((r) => (this.resolveCaughtUp = r));
+  }
+
+  /** Start consuming in the background (returns at once; the broker may be absent). */
+  start(): this {
+    if (this.loopDone) throw new Error('KafkaReplica.start called twice');
+    this.loopDone = this.loop().catch((err: unknown) => this.logger.error({ err }, 'kafka replica loop crashed (bug)'));
+    return this;
+  }
+
+  stats(): ReplicaStats {
+    return {
+      connected: this.consumer !== null,
+      caughtUp: this.isCaughtUp,
+      received: { ...this.s.received },
+      invalid: this.s.invalid,
+      older: this.s.older,
+      lastAppliedAtMs: this.s.lastAppliedAtMs,
+    };
+  }
+
+  /** Stop consuming (bounded: at most ~5 s). */
+  async close(): Promise<void> {
+    this.stopped = true;
+    this.abort.abort();
+    const c = this.consumer;
+    this.consumer = null;
+    if (c) await Promise.race([c.disconnect().catch(() => {}), sleep(5000)]);
+    if (this.loopDone) await Promise.race([this.loopDone, sleep(1000)]);
+  }
+
+  private async loop(): Promise<void> {
+    let attempt = 0;
+    while (!this.stopped) {
+      if (!this.consumer || this.restartRequested) {
+        this.restartRequested = false;
+        const old = this.consumer;
+        this.consumer = null;
+        if (old) await Promise.race([old.disconnect().catch(() => {}), sleep(5000)]);
+        try {
+          await this.connect();
+          attempt = 0;
+        } catch (err) {
+          this.logger.warn({ err: (err as Error)?.message ?? String(err) }, 'kafka replica cannot consume yet; retrying');
+          await sleep(backoffMs(attempt++), this.abort.signal);
+          continue;
+        }
+      }
+      await sleep(1000, this.abort.signal);
+    }
+  }
+
+  private async connect(): Promise<void> {
+    const admin = this.kafka.admin();
+    await admin.connect();
+    const topics = [this.topics.surfaces, this.topics.forwardCurves, this.topics.funding];
+    try {
+      await ensureTopics(admin, this.opts, this.logger);
+      const ends = new Map<string, number>();
+      const lagging = new Set<string>();
+      for (const t of topics) {
+        for (const o of await admin.fetchTopicOffsets(t)) {
+          const key = `${t}/${o.partition}`;
+          ends.set(key, Number(o.high));
+          if (Number(o.low) < Number(o.high)) lagging.add(key);
+        }
+      }
+      if (!this.isCaughtUp) {
+        this.ends = ends;
+        this.lagging = lagging;
+      }
+    } finally {
+      await admin.disconnect().catch(() => {});
+    }
+    const consumer = this.kafka.consumer({
+      groupId: uniqueGroupId(this.opts.clientId ?? 'vol-surface-service', 'replica'),
+      maxWaitTimeInMs: 100,
+      allowAutoTopicCreation: false,
+      retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 2000 },
+    });
+    consumer.on(consumer.events.CRASH, (e) => {
+      const restart = (e.payload as { restart?: boolean }).restart;
+      this.logger.warn({ err: (e.payload.error as Error)?.message, restart }, 'kafka replica consumer crashed');
+      if (!restart) this.restartRequested = true;
+    });
+    await consumer.connect();
+    await consumer.subscribe({ topics, fromBeginning: true });
+    await consumer.run({ eachBatch: (p) => this.onBatch(p) });
+    this.consumer = consumer;
+    this.logger.info({ topics }, 'kafka replica consuming');
+    this.checkCaughtUp();
+  }
+
+  private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    for (const m of batch.messages) {
+      if (!isRunning() || isStale()) return;
+      this.apply(batch.topic, m.value);
+      resolveOffset(m.offset);
+    }
+    const key = `${batch.topic}/${batch.partition}`;
+    if (this.lagging.has(key) && Number(batch.lastOffset()) + 1 >= (this.ends.get(key) ?? 0)) {
+      this.lagging.delete(key);
+      this.checkCaughtUp();
+    }
+    await heartbeat();
+  }
+
+  private checkCaughtUp(): void {
+    if (!this.isCaughtUp && this.lagging.size === 0) {
+      this.isCaughtUp = true;
+      this.logger.info({ received: this.s.received }, 'kafka replica caught up');
+      this.resolveCaughtUp();
+    }
+  }
+
+  /** Parse, validate, rebuild and apply one document; anything wrong is counted and logged, never thrown. */
+  private apply(topic: string, value: Buffer | null): void {
+    if (!value) return;
+    const cache = this.opts.cache;
+    try {
+      const json: unknown = JSON.parse(value.toString('utf8'));
+      if (topic === this.topics.surfaces) {
+        const r = SurfaceSnapshotMessageSchema.safeParse(json);
+        if (!r.success) return this.invalid(topic, r.error.issues);
+        const m = r.data;
+        const pair: Pair = { base: m.baseCurrency, quote: m.quoteCurrency };
+        const held = cache.getSurface(m.source, pair, m.volatilityModel);
+        if (held && held.observationTimestamp > m.observationTimestamp) {
+          this.s.older++;
+          return;
+        }
+        cache.putSurface(surfaceFromMessage(m));
+        this.seen(m.source, pair, m.observationTimestamp);
+        this.s.received.surfaces++;
+      } else if (topic === this.topics.forwardCurves) {
+        const r = ForwardCurveMessageSchema.safeParse(json);
+        if (!r.success) return this.invalid(topic, r.error.issues);
+        const m = r.data;
+        const pair: Pair = { base: m.baseCurrency, quote: m.quoteCurrency };
+        const held = cache.getForwardCurve(m.source, pair);
+        if (held && held.observationTimestamp > m.observationTimestamp) {
+          this.s.older++;
+          return;
+        }
+        cache.putForwardCurve(forwardCurveFromMessage(m));
+        this.seen(m.source, pair, m.observationTimestamp);
+        this.s.received.forwardCurves++;
+      } else if (topic === this.topics.funding) {
+        const r = FundingUpdateMessageSchema.safeParse(json);
+        if (!r.success) return this.invalid(topic, r.error.issues);
+        cache.addFunding(messageToFunding(r.data));
+        this.s.received.funding++;
+      } else {
+        return;
+      }
+      this.s.lastAppliedAtMs = Date.now();
+    } catch (err) {
+      this.invalid(topic, [String((err as Error)?.message ?? err)]);
+    }
+  }
+
+  private invalid(topic: string, issues: readonly unknown[]): void {
+    this.s.invalid++;
+    this.logger.error({ topic, issues: issues.slice(0, 5) }, 'kafka replica ignored an invalid document');
+  }
+
+  /** Freshness and expected pairs of a document's (source, pair). */
+  private seen(source: Source, pair: Pair, observationTimestamp: number): void {
+    const cache = this.opts.cache;
+    cache.touch(source, pair, observationTimestamp);
+    if (!cache.expected().some((p) => p.source === source && p.pair.base === pair.base && p.pair.quote === pair.quote)) {
+      cache.setExpectedPairs([...cache.expected(), { source, pair }]);
+    }
+  }
+}
