@@ -18,7 +18,9 @@
  * - `event: error` answers are counted (`ws-error`) and logged; `event: notice` 64008 (service
  *   upgrade within 60 s) makes the feed reconnect at once.
  * - A socket loss emits FeedStatus `disconnected` (data stale; nothing erased), a (re)connect
- *   `connected`. Malformed frames are counted in a DropCounter, never thrown.
+ *   `connected`; after a reconnect the last `fundingCatchUpS` of funding history is read again
+ *   (deduplicated) so that a settlement missed while away is not lost. Malformed frames are
+ *   counted in a DropCounter, never thrown.
  *
  * Source: OKX API v5 docs (sections in wire.ts); rules summarised in README.md beside this file.
  */
@@ -75,6 +77,8 @@ export interface OkxFeedOptions {
   readonly instrumentRefreshMs?: number;
   /** Funding history bootstrap window, s. Default 7 days. */
   readonly fundingLookbackS?: number;
+  /** Funding window re-read after a reconnect, s. Default 2 days. */
+  readonly fundingCatchUpS?: number;
   /** Points per funding-rate-history page (OKX max 400). Default 100. */
   readonly fundingPageLimit?: number;
   /** At most this many funding history pages per swap. Default 20. */
@@ -125,6 +129,7 @@ export class OkxFeed implements MarketFeed {
   private readonly requestsPerHour: number;
   private readonly refreshMs: number;
   private readonly fundingLookbackS: number;
+  private readonly fundingCatchUpS: number;
   private readonly fundingPageLimit: number;
   private readonly fundingMaxPages: number;
   private readonly restTimeoutMs: number;
@@ -171,6 +176,7 @@ export class OkxFeed implements MarketFeed {
     this.requestsPerHour = Math.max(1, Math.min(opts.requestsPerHour ?? OKX_REQUESTS_PER_HOUR, OKX_REQUESTS_PER_HOUR));
     this.refreshMs = opts.instrumentRefreshMs ?? 600_000;
     this.fundingLookbackS = opts.fundingLookbackS ?? 7 * 86_400;
+    this.fundingCatchUpS = opts.fundingCatchUpS ?? 2 * 86_400;
     this.fundingPageLimit = Math.max(1, Math.min(opts.fundingPageLimit ?? 100, 400));
     this.fundingMaxPages = opts.fundingMaxPages ?? 20;
     this.restTimeoutMs = opts.restTimeoutMs ?? 10_000;
@@ -276,6 +282,8 @@ export class OkxFeed implements MarketFeed {
     this.acked.clear();
     this.requestTimes = [];
     this.syncSubscriptions();
+    // A settlement missed while away: re-read the recent funding history (deduplicated).
+    if (ctx.connectionId > 1 && this.listingLoaded) void this.fundingCatchUp();
   }
 
   private emit(ev: MarketEvent): void {
@@ -468,7 +476,7 @@ export class OkxFeed implements MarketFeed {
   private async bootstrap(retryMs: number): Promise<void> {
     try {
       await this.loadListing();
-      await this.loadFundingHistory();
+      await this.loadFundingHistory(this.fundingLookbackS);
     } catch (e) {
       if (this.stopped) return;
       const err = e instanceof Error ? e.message : String(e);
@@ -519,9 +527,17 @@ export class OkxFeed implements MarketFeed {
     }
   }
 
-  /** Funding history of each followed swap over the lookback window, paged backwards with `after`. */
-  private async loadFundingHistory(): Promise<void> {
-    const startMs = (this.clock.now() - this.fundingLookbackS) * 1000;
+  private async fundingCatchUp(): Promise<void> {
+    try {
+      await this.loadFundingHistory(this.fundingCatchUpS);
+    } catch (e) {
+      if (!this.stopped) this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'OKX funding catch-up failed');
+    }
+  }
+
+  /** Funding history of each followed swap over the last `windowS`, paged backwards with `after`. */
+  private async loadFundingHistory(windowS: number): Promise<void> {
+    const startMs = (this.clock.now() - windowS) * 1000;
     for (const p of this.pairs) {
       const instId = swapOf(p);
       const items: unknown[] = [];
