@@ -168,7 +168,7 @@ export function optionTicker(market: Market, inst: SimInstrument, nowMs: number,
  * state closed, mark = intrinsic (coin for inverse), greeks 0, no book, `delivery_price` the
  * index at expiry and `estimated_delivery_price` the string "expired".
  */
-export function expiredOptionTicker(market: Market, inst: SimInstrument, nowMs: number, memory: SettlementMemory): Json {
+export function expiredOptionTicker(market: Market, inst: SimInstrument, nowMs: number): Json {
   const p = inst.product;
   const index = roundTo(market.spot(inst.underlying), p.priceDecimals);
   const K = inst.strike!;
@@ -180,7 +180,6 @@ export function expiredOptionTicker(market: Market, inst: SimInstrument, nowMs: 
     timestamp: nowMs,
     stats: { volume: 0, price_change: null, low: null, high: null },
     state: 'closed',
-    settlement_price: memory.get(inst.name) ?? mark,
     open_interest: 0,
     min_price: p.option.tick_size,
     max_price: p.option.tick_size,

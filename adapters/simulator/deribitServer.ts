@@ -264,10 +264,11 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
     market.step(dtS);
     const changes = chains.refresh(nowMs);
     for (const inst of changes.expired) {
+      memory.delete(inst.name);
       const chs = instrumentChannels.get(inst.name);
       if (!chs) continue;
       for (const ch of [...chs]) {
-        if (inst.kind === 'option') publish(ch, expiredOptionTicker(market, inst, nowMs, memory));
+        if (inst.kind === 'option') publish(ch, expiredOptionTicker(market, inst, nowMs));
         for (const c of [...(channelSubs.get(ch) ?? [])]) removeSub(c, ch);
       }
     }
