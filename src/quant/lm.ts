@@ -134,6 +134,16 @@ export function levenbergMarquardt(
         J.push(col);
       }
     }
+    // Rows whose Jacobian row is all zero (e.g. inactive hinge penalties) add nothing: skip them.
+    const rows: number[] = [];
+    for (let i = 0; i < m; i++) {
+      for (let a = 0; a < n; a++) {
+        if ((J[a] as number[])[i] !== 0) {
+          rows.push(i);
+          break;
+        }
+      }
+    }
     const JtJ: number[][] = [];
     const Jtr: number[] = [];
     for (let a = 0; a < n; a++) {
@@ -142,12 +152,12 @@ export function levenbergMarquardt(
       for (let b = 0; b < n; b++) {
         const cb = J[b] as number[];
         let s = 0;
-        for (let i = 0; i < m; i++) s += (ca[i] as number) * (cb[i] as number);
+        for (const i of rows) s += (ca[i] as number) * (cb[i] as number);
         row.push(Number.isFinite(s) ? s : 0);
       }
       JtJ.push(row);
       let s = 0;
-      for (let i = 0; i < m; i++) s += (ca[i] as number) * (r[i] as number);
+      for (const i of rows) s += (ca[i] as number) * (r[i] as number);
       Jtr.push(Number.isFinite(s) ? s : 0);
     }
     let gMax = 0;

@@ -47,6 +47,7 @@ import {
   sviTotalVariance,
   type SviParams,
 } from './svi.js';
+import { VolSurface } from './surface.js';
 
 /** One quote of one expiry. */
 export interface SviQuote {
@@ -85,6 +86,13 @@ export interface SviCalibrationOptions {
   readonly previous?: SviParams;
   /** Shape prior for sparse expiries: a neighbouring expiry's raw SVI fit (its own k and w units). */
   readonly prior?: SviParams;
+  /**
+   * Calendar floor: the raw SVI fit of the previous (shorter) expiry, same log-moneyness convention
+   * (k against each expiry's own forward). The fit is then also kept above it, w(k) >= w_floor(k) on
+   * the check grid (no calendar-spread arbitrage, Gatheral-Jacquier 2014 Lemma 2.1), by the same
+   * penalty mechanism as the butterfly condition; the result's `calendarFree` reports it.
+   */
+  readonly calendarFloor?: SviParams;
   /** Log-moneyness grid of the butterfly check (default: defaultSviCheckGrid of the fit). */
   readonly kGrid?: readonly number[];
   /** Robust (soft-L1) refit in the 5-parameter mode with >= 10 quotes. Default true. */
@@ -121,6 +129,8 @@ export interface SviCalibrationResult {
   readonly robustScaleVolPts: number | null;
   /** True when g(k) >= 0 on the check grid and the Lee bound holds (Gatheral-Jacquier 2014). */
   readonly butterflyFree: boolean;
+  /** With `options.calendarFloor`: true when w(k) >= w_floor(k) on the check grid; null without a floor. */
+  readonly calendarFree: boolean | null;
   /** Minimum of g on the check grid, and where. */
   readonly minG: number;
   readonly kAtMinG: number;
@@ -221,11 +231,12 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
     notes.push('flat smile through the single quote (b = 0)');
   } else {
     const shape = sparseShape(all, T, options.prior);
+    const floor = options.calendarFloor;
     const fitOnce = (data: Prepared): { p: SviParams; penalty: boolean; robustScale: number | null } => {
       const ctx = makeContext(data, T, mode, shape);
       const qe = quasiExplicit(ctx, options.previous ? [options.previous] : []);
       iterations += qe.iterations;
-      const lm = polish(ctx, qe.params, 0);
+      const lm = polish(ctx, qe.params, { lambda: 0 });
       iterations += lm.iterations;
       let p = lm.params;
       // Robust refit (>= 10 quotes, 5-parameter mode): soft-L1 loss whose scale is a multiple of the
@@ -236,21 +247,26 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
         const res = residualsVolPts(p, data, T).map((e, t) => (e / 100) * Math.sqrt(data.omega[t] as number));
         const mad = 1.4826 * median(res.map((e) => Math.abs(e - median(res))));
         robustScale = Math.max((options.outlierSigmas ?? 3) * mad, (options.outlierFloorVolPts ?? 0.5) / 100);
-        const rb = polish(ctx, p, 0, undefined, robustScale);
+        const rb = polish(ctx, p, { lambda: 0, lossScale: robustScale });
         iterations += rb.iterations;
         p = rb.params;
       }
-      let chk = butterflyArbitrageFree(p, options.kGrid ?? defaultSviCheckGrid(p));
+      const gridOf = (q: SviParams): readonly number[] => options.kGrid ?? defaultSviCheckGrid(q);
+      let chk = butterflyArbitrageFree(p, gridOf(p));
+      let cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
       let penalty = false;
       // Penalty points: a coarse grid plus every violating check-grid point found so far.
       const penPts = options.kGrid ? [...options.kGrid] : penaltyGrid(p, data);
-      for (let round = 0, lambda = 1; !chk.arbitrageFree && round < 6; round++, lambda *= 10) {
+      const calPts = floor ? [...penPts] : [];
+      for (let round = 0, lambda = 1; (!chk.arbitrageFree || cal.length > 0) && round < 6; round++, lambda *= 10) {
         penalty = true;
-        for (const k of chk.violations) penPts.push(k);
-        const pen = polish(ctx, p, lambda, penPts, robustScale ?? undefined);
+        for (const k of thin(chk.violations, 40)) penPts.push(k);
+        for (const k of thin(cal, 40)) calPts.push(k);
+        const pen = polish(ctx, p, { lambda, bfGrid: penPts, calGrid: calPts, floor, lossScale: robustScale ?? undefined });
         iterations += pen.iterations;
         p = pen.params;
-        chk = butterflyArbitrageFree(p, options.kGrid ?? defaultSviCheckGrid(p));
+        chk = butterflyArbitrageFree(p, gridOf(p));
+        cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
       }
       return { p, penalty, robustScale };
     };
@@ -262,11 +278,17 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
       notes.push(`soft-L1 robust loss, scale ${robustScaleVolPts.toFixed(2)} weighted vol pts`);
     }
     notes.unshift(describeMode(mode, shape));
-    if (penaltyUsed) notes.push('butterfly penalty on negative g(k) applied');
+    if (penaltyUsed) notes.push(options.calendarFloor ? 'butterfly/calendar penalty applied' : 'butterfly penalty on negative g(k) applied');
   }
 
   const check = butterflyArbitrageFree(params, options.kGrid ?? defaultSviCheckGrid(params));
   if (!check.arbitrageFree) warnings.push(`butterfly arbitrage remains: min g = ${check.minG.toExponential(3)} at k = ${check.kAtMinG.toFixed(4)}`);
+  let calendarFree: boolean | null = null;
+  if (options.calendarFloor) {
+    const cv = calendarViolations(params, options.calendarFloor, options.kGrid ?? defaultSviCheckGrid(params));
+    calendarFree = cv.length === 0;
+    if (!calendarFree) warnings.push(`calendar arbitrage vs the earlier expiry remains at ${cv.length} grid points (first k = ${(cv[0] as number).toFixed(4)})`);
+  }
   const res = residualsVolPts(params, all, T);
   const rmse = Math.sqrt(res.reduce((s, e) => s + e * e, 0) / res.length);
   const maxErr = res.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
@@ -294,6 +316,7 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
     outliers,
     robustScaleVolPts,
     butterflyFree: check.arbitrageFree,
+    calendarFree,
     minG: check.minG,
     kAtMinG: check.kAtMinG,
     mode,
@@ -625,18 +648,33 @@ function freeIndices(mode: Exclude<SviFitMode, 'flat'>): number[] {
   }
 }
 
+/** Coarse guard grid of the penalty rounds (violating check-grid points are added to it round by round). */
 function penaltyGrid(p: SviParams, d: Prepared): number[] {
   const pts: number[] = [];
-  for (let i = 0; i <= 120; i++) pts.push(-3 + (6 * i) / 120);
+  for (let i = 0; i <= 60; i++) pts.push(-3 + (6 * i) / 60);
   const s = Math.max(p.sigma, 1e-4);
-  for (let i = 0; i <= 80; i++) pts.push(p.m - 12 * s + (24 * s * i) / 80);
+  for (let i = 0; i <= 40; i++) pts.push(p.m - 12 * s + (24 * s * i) / 40);
   const kMin = d.k[0] as number;
   const kMax = d.k[d.k.length - 1] as number;
-  for (let i = 0; i <= 40; i++) pts.push(kMin + ((kMax - kMin) * i) / 40);
+  for (let i = 0; i <= 20; i++) pts.push(kMin + ((kMax - kMin) * i) / 20);
   return pts.sort((x, y) => x - y);
 }
 
-function polish(ctx: Context, start: SviParams, lambda: number, grid?: readonly number[], lossScale?: number): { params: SviParams; iterations: number } {
+/** Penalty and loss settings of {@link polish}. */
+interface PolishOptions {
+  /** Penalty weight (0: no penalty rows). */
+  readonly lambda: number;
+  /** Butterfly penalty points (hinge on g < 1e-4). */
+  readonly bfGrid?: readonly number[];
+  /** Calendar penalty points (hinge on w < w_floor + margin), used with `floor`. */
+  readonly calGrid?: readonly number[];
+  readonly floor?: SviParams;
+  /** Soft-L1 scale of the IV residuals (undefined: plain least squares). */
+  readonly lossScale?: number;
+}
+
+function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: SviParams; iterations: number } {
+  const { lambda, lossScale, floor } = po;
   const free = freeIndices(ctx.mode);
   const base = [start.a, start.b, start.rho, start.m, start.sigma];
   const { d, T } = ctx;
@@ -660,7 +698,12 @@ function polish(ctx: Context, start: SviParams, lambda: number, grid?: readonly 
     if (p[0]! < aMin) p[0] = aMin;
     return free.map((j) => p[j]!);
   };
-  const gridArr = lambda > 0 ? (grid ?? penaltyGrid(start, d)) : [];
+  const gridArr = lambda > 0 ? (po.bfGrid ?? penaltyGrid(start, d)) : [];
+  const calArr = lambda > 0 && floor ? (po.calGrid ?? gridArr) : [];
+  const calFloor = calArr.map((k) => sviTotalVariance(floor as SviParams, k));
+  const calScale = calFloor.map((w) => 1 / (2 * Math.sqrt(Math.max(w, 1e-12) * T)));
+  // Target margin of 1e-4 in IV terms (0.01 vol point): w_floor + 2·1e-4·sqrt(w_floor T).
+  const calMargin = calFloor.map((w) => 2e-4 * Math.sqrt(Math.max(w, 0) * T));
   const sl = Math.sqrt(lambda);
   const gTarget = 1e-4;
   const nq = d.k.length;
@@ -674,15 +717,19 @@ function polish(ctx: Context, start: SviParams, lambda: number, grid?: readonly 
   };
   const penaltyRows = (p: SviParams, out: number[]): void => {
     for (const k of gridArr) {
-      const gk = sviG(p, k);
+      const gk = gInline(p, k);
       out.push(sl * Math.max(0, gTarget - (Number.isFinite(gk) ? gk : -10)));
     }
+    // Calendar rows in IV-equivalent units: (w_floor + margin - w) / (2 sqrt(w_floor T)).
+    calArr.forEach((k, j) => {
+      out.push(sl * (calScale[j] as number) * Math.max(0, (calFloor[j] as number) + (calMargin[j] as number) - wInline(p, k)));
+    });
   };
   const residuals = (x: readonly number[]): number[] => {
     const p = toP(full(x));
     const out: number[] = [];
     for (let i = 0; i < nq; i++) {
-      const w = sviTotalVariance(p, d.k[i] as number);
+      const w = wInline(p, d.k[i] as number);
       out.push(robust(sqrtOm[i]! * (Math.sqrt(Math.max(w, 1e-300) / T) - (d.iv[i] as number)))[0]);
     }
     penaltyRows(p, out);
@@ -706,7 +753,7 @@ function polish(ctx: Context, start: SviParams, lambda: number, grid?: readonly 
         (cols[t] as number[])[i] = f * (dw[j] as number);
       });
     }
-    if (gridArr.length > 0) {
+    if (gridArr.length + calArr.length > 0) {
       free.forEach((j, t) => {
         const xp = [...xv];
         const h = 1e-7 * Math.max(Math.abs(xp[t] as number), 1e-4);
@@ -757,9 +804,119 @@ function marketAtmIv(d: Prepared): number | null {
   return null;
 }
 
+/** At most `n` evenly spaced elements of `xs` (first and last kept). */
+function thin(xs: readonly number[], n: number): number[] {
+  if (xs.length <= n) return [...xs];
+  return Array.from({ length: n }, (_, i) => xs[Math.round((i * (xs.length - 1)) / (n - 1))] as number);
+}
+
+/** Raw SVI w(k), inlined copy of sviTotalVariance for the LM hot loops (same formula, eq. (3.1)). */
+function wInline(p: SviParams, k: number): number {
+  const x = k - p.m;
+  return p.a + p.b * (p.rho * x + Math.sqrt(x * x + p.sigma * p.sigma));
+}
+
+/** Gatheral-Jacquier g(k), inlined copy of sviG for the LM hot loops (eq. (2.1)); -Infinity when w <= 0. */
+function gInline(p: SviParams, k: number): number {
+  const x = k - p.m;
+  const s2 = p.sigma * p.sigma;
+  const R2 = x * x + s2;
+  const R = Math.sqrt(R2);
+  const w = p.a + p.b * (p.rho * x + R);
+  if (!(w > 0)) return Number.NEGATIVE_INFINITY;
+  const w1 = p.b * (p.rho + x / R);
+  const w2 = (p.b * s2) / (R2 * R);
+  const t = 1 - (k * w1) / (2 * w);
+  return t * t - ((w1 * w1) / 4) * (1 / w + 0.25) + w2 / 2;
+}
+
+/** Grid points where w(k) < w_floor(k) (calendar-spread arbitrage against the earlier expiry). */
+function calendarViolations(p: SviParams, floor: SviParams, grid: readonly number[]): number[] {
+  return grid.filter((k) => !(sviTotalVariance(p, k) >= sviTotalVariance(floor, k)));
+}
+
 function median(xs: readonly number[]): number {
   if (xs.length === 0) return Number.NaN;
   const s = [...xs].sort((a, b) => a - b);
   const h = s.length >> 1;
   return s.length % 2 === 1 ? (s[h] as number) : ((s[h - 1] as number) + (s[h] as number)) / 2;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Whole surface
+
+/** One listed expiry's input to {@link calibrateSviSurface}. */
+export interface SviExpiryInput {
+  /** Expiry, Unix seconds. */
+  readonly expirationTimestamp: number;
+  /** Years ACT/365, > 0. */
+  readonly T: number;
+  /** The expiry's forward, quote currency. */
+  readonly forward: number;
+  /** Quotes with k = ln(K/forward). */
+  readonly quotes: readonly SviQuote[];
+}
+
+/** Options of {@link calibrateSviSurface}: per-expiry options plus warm starts and the calendar switch. */
+export interface SviSurfaceOptions extends Omit<SviCalibrationOptions, 'previous' | 'prior' | 'calendarFloor'> {
+  /** Warm starts by expirationTimestamp (e.g. the previous snapshot's fits). Optional. */
+  readonly previous?: ReadonlyMap<number, SviParams>;
+  /** Keep each slice above the previous one (calendar floor). Default true. */
+  readonly calendar?: boolean;
+}
+
+/** One fitted expiry of a surface. */
+export type SviSliceFit = SviCalibrationResult & { readonly expirationTimestamp: number; readonly forward: number };
+
+/** Result of {@link calibrateSviSurface}. */
+export interface SviSurfaceFit {
+  /** The surface of the fitted slices, or null when no expiry could be fitted. */
+  readonly surface: VolSurface | null;
+  /** Fits sorted by T ascending. */
+  readonly fits: readonly SviSliceFit[];
+  /** Expiries not fitted (T <= 0 or no valid quote), with the reason. */
+  readonly skipped: readonly { readonly expirationTimestamp: number; readonly reason: string }[];
+}
+
+/**
+ * Calibrates every expiry of a chain in increasing T (Gatheral-Jacquier 2014 sec. 5 suggests fitting
+ * slices in turn with the previous one as a calendar constraint): each slice gets the previous fit as
+ * `calendarFloor` (unless `calendar: false`) and the latest 5-parameter fit as `prior` (the shape of a
+ * sparse expiry). Never throws on a bad expiry: it is listed in `skipped`.
+ */
+export function calibrateSviSurface(expiries: readonly SviExpiryInput[], options: SviSurfaceOptions = {}): SviSurfaceFit {
+  const { previous, calendar, ...perExpiry } = options;
+  const sorted = [...expiries].sort((a, b) => a.T - b.T || a.expirationTimestamp - b.expirationTimestamp);
+  const fits: SviSliceFit[] = [];
+  const skipped: { expirationTimestamp: number; reason: string }[] = [];
+  let last: SviParams | undefined;
+  let lastFull: SviParams | undefined;
+  for (const e of sorted) {
+    if (!(e.T > 0) || !(e.forward > 0)) {
+      skipped.push({ expirationTimestamp: e.expirationTimestamp, reason: `T = ${e.T}, forward = ${e.forward}` });
+      continue;
+    }
+    if (fits.length > 0 && (fits[fits.length - 1] as SviSliceFit).T === e.T) {
+      skipped.push({ expirationTimestamp: e.expirationTimestamp, reason: 'duplicate T' });
+      continue;
+    }
+    let r: SviCalibrationResult;
+    try {
+      r = calibrateSvi(e.quotes, e.T, {
+        ...perExpiry,
+        ...(previous?.get(e.expirationTimestamp) ? { previous: previous.get(e.expirationTimestamp) as SviParams } : {}),
+        ...(lastFull ? { prior: lastFull } : {}),
+        ...((calendar ?? true) && last ? { calendarFloor: last } : {}),
+      });
+    } catch (err) {
+      skipped.push({ expirationTimestamp: e.expirationTimestamp, reason: err instanceof Error ? err.message : String(err) });
+      continue;
+    }
+    fits.push({ ...r, expirationTimestamp: e.expirationTimestamp, forward: e.forward });
+    last = r.params;
+    if (r.mode === 'svi-5p') lastFull = r.params;
+  }
+  const surface =
+    fits.length === 0 ? null : new VolSurface(fits.map((f) => ({ expirationTimestamp: f.expirationTimestamp, T: f.T, forward: f.forward, params: f.params })));
+  return { surface, fits, skipped };
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { black76Price } from '../../src/quant/black76.js';
 import { butterflyArbitrageFree, sviG, sviImpliedVol, sviSatisfiesLeeBound, sviTotalVariance, type SviParams } from '../../src/quant/svi.js';
-import { calibrateSvi, type SviQuote } from '../../src/quant/sviCalibration.js';
+import { calibrateSvi, calibrateSviSurface, type SviQuote } from '../../src/quant/sviCalibration.js';
 
 /** Deterministic pseudo-noise in [-1, 1] (Park-Miller LCG), so tests never depend on a random seed. */
 function lcg(seed: number): () => number {
@@ -186,5 +186,46 @@ describe('calibrateSvi on sparse expiries (graceful degradation)', () => {
     const full = calibrateSvi(pick([0, 1, 2, 3, 4, 5, 6]), T1);
     expect(full.mode).toBe('svi-5p');
     expect(full.rmseVolPts).toBeLessThan(0.01);
+  });
+});
+
+describe('calendar floor and whole-surface calibration', () => {
+  const kk = Array.from({ length: 25 }, (_, i) => -0.6 + (1.2 * i) / 24);
+
+  it('keeps a slice above the previous expiry where the data would cross it', () => {
+    // Earlier expiry: steep left wing. Later expiry data: a flatter smile that dips below it for k < -0.3.
+    const early: SviParams = { a: 0.004, b: 0.08, rho: -0.7, m: 0, sigma: 0.05 };
+    const lateTrue: SviParams = { a: 0.012, b: 0.05, rho: 0, m: 0, sigma: 0.1 };
+    const Tl = 0.1;
+    const crossK = kk.filter((k) => sviTotalVariance(lateTrue, k) < sviTotalVariance(early, k));
+    expect(crossK.length).toBeGreaterThan(0); // the data really cross
+    const free = calibrateSvi(quotesOf(lateTrue, Tl, kk), Tl);
+    expect(free.calendarFree).toBeNull();
+    const r = calibrateSvi(quotesOf(lateTrue, Tl, kk), Tl, { calendarFloor: early });
+    expect(r.calendarFree).toBe(true);
+    expect(r.butterflyFree).toBe(true);
+    for (let k = -3; k <= 3; k += 0.01) expect(sviTotalVariance(r.params, k)).toBeGreaterThanOrEqual(sviTotalVariance(early, k) - 1e-12);
+    // Where the floor does not bind, the fit stays close to the data.
+    const inside = kk.filter((k) => k > 0);
+    expect(maxVolGapPts(r.params, lateTrue, Tl, inside)).toBeLessThan(1.5);
+  });
+
+  it('calibrateSviSurface fits in T order, skips bad expiries and returns a calendar-free surface', () => {
+    const P1: SviParams = { a: 0.003, b: 0.03, rho: -0.3, m: 0.01, sigma: 0.06 };
+    const P2: SviParams = { a: 0.012, b: 0.07, rho: -0.25, m: 0.02, sigma: 0.12 };
+    const out = calibrateSviSurface([
+      { expirationTimestamp: 300, T: 0.25, forward: 101, quotes: quotesOf(P2, 0.25, kk) },
+      { expirationTimestamp: 100, T: 0.02, forward: 100, quotes: quotesOf(P1, 0.02, kk) },
+      { expirationTimestamp: 200, T: 0.1, forward: 100.5, quotes: [] },
+      { expirationTimestamp: 50, T: -0.01, forward: 100, quotes: quotesOf(P1, 0.02, kk) },
+    ]);
+    expect(out.fits.map((f) => f.expirationTimestamp)).toEqual([100, 300]);
+    expect(out.skipped.map((s) => s.expirationTimestamp).sort()).toEqual([200, 50]);
+    expect(out.fits[0]!.calendarFree).toBeNull();
+    expect(out.fits[1]!.calendarFree).toBe(true);
+    expect(out.surface!.calendarArbitrageFree().arbitrageFree).toBe(true);
+    expect(out.surface!.slices.map((s) => s.forward)).toEqual([100, 101]);
+    expect(maxVolGapPts(out.fits[1]!.params, P2, 0.25, kk)).toBeLessThan(0.01);
+    expect(calibrateSviSurface([]).surface).toBeNull();
   });
 });
