@@ -1,0 +1,538 @@
+/**
+ * Vanna-Volga (VV) smile of one expiry from three pillars: the 25-delta put, ATM and 25-delta call.
+ *
+ * Source: A. Castagna, F. Mercurio, "The vanna-volga method for implied volatilities", Risk, January 2007,
+ * pp. 106-111 (working-paper version: "Consistent pricing of FX options", SSRN 873788, 2005). With the
+ * pillar strikes K1 < K2 < K3 and vols sigma1, sigma2, sigma3 (sigma2 = ATM), and
+ *   y1(K) = ln(K2/K) ln(K3/K) / (ln(K2/K1) ln(K3/K1)),
+ *   y2(K) = ln(K/K1) ln(K3/K) / (ln(K2/K1) ln(K3/K2)),
+ *   y3(K) = ln(K/K1) ln(K/K2) / (ln(K3/K1) ln(K3/K2)),
+ * the article gives
+ * - the VV option price (the flat-vol Black price plus the cost of the vega-vanna-volga replicating
+ *   portfolio of the three pillar options): C(K) = C_BS(K; sigma2) + sum_i x_i(K) [C_BS(K_i; sigma_i) - C_BS(K_i; sigma2)],
+ *   x_i(K) = Vega(K)/Vega(K_i) · y_i(K), vegas at sigma2 ({@link vannaVolgaPrice});
+ * - the first-order approximation of its implied volatility, sigma(K) ≈ y1 sigma1 + y2 sigma2 + y3 sigma3
+ *   ({@link vannaVolgaFirstOrderVol});
+ * - the second-order approximation
+ *   sigma(K) ≈ sigma2 + (-sigma2 + sqrt(sigma2^2 + d1(K) d2(K) (2 sigma2 D1(K) + D2(K)))) / (d1(K) d2(K)),
+ *   D1(K) = y1 sigma1 + y2 sigma2 + y3 sigma3 - sigma2,
+ *   D2(K) = y1 d1(K1) d2(K1) (sigma1 - sigma2)^2 + y3 d1(K3) d2(K3) (sigma3 - sigma2)^2,
+ *   d1(x) = (ln(F/x) + sigma2^2 T/2) / (sigma2 sqrt T), d2 = d1 - sigma2 sqrt T
+ *   ({@link vannaVolgaSecondOrderVol}; evaluated here in the algebraically equal, cancellation-free form
+ *   sigma2 + u / (sigma2 + sqrt(sigma2^2 + d1 d2 u)), u = 2 sigma2 D1 + D2, which needs no division by d1 d2).
+ * Both approximations reproduce the three pillar vols exactly. Equation numbers of the printed article are
+ * not quoted here because we could not check them against the printed page; the formulas are as above.
+ *
+ * Service conventions (decisions.md "Quant conventions", docs/conventions.md): r = 0, Black-76 on the
+ * expiry's forward F (discount factor 1); ATM = forward ATM (Katm = F, not the delta-neutral straddle
+ * of the FX market); the 25-delta pillars are the strikes whose PLAIN forward Black call delta N(d1) is
+ * 0.25 (call, above F) and 0.75 (the 25-delta put, put delta -0.25, below F), as the exchanges print delta.
+ *
+ * Wings (the service's documented rule, not in the article): the second-order formula can fail far from
+ * the pillars (negative square-root argument) and the first-order one is a parabola in ln K. So:
+ * 1. between the 10-delta strikes K10P (call delta 0.90) and K10C (call delta 0.10) of the VV smile itself,
+ *    the second-order approximation is used; where its square-root argument is negative or the result is
+ *    not > 0 the first-order approximation is used; where that is not > 0 either, the smallest pillar vol;
+ * 2. beyond K10P and K10C the total implied variance w(k) = sigma^2 T is continued LINEARLY in k = ln(K/F)
+ *    with the slope of the VV smile at the boundary (C1 continuation), the slope clamped to
+ *    [0, 1.8] outward (90 % of Roger Lee's moment bound 2, R. Lee, "The moment formula for implied
+ *    volatility at extreme strikes", Mathematical Finance 14(3), 2004), so w never decreases outward and the
+ *    wings stay within Lee's bound. The result is never NaN for valid parameters.
+ */
+import { black76Greeks, black76Price } from './black76.js';
+import { impliedVolBlack76 } from './impliedVol.js';
+import { checkSmileDensity, type DensityCheckOptions } from './smileArbitrage.js';
+import { strikeFromDelta, strikeFromDeltaFlat } from './strikeFromDelta.js';
+import type { SviQuote } from './sviCalibration.js';
+
+/** Which VV implied-vol approximation is used between the 10-delta strikes. */
+export type VannaVolgaOrder = 'first' | 'second';
+
+/**
+ * Parameters of a VV smile: three pillar strikes (same currency as the forward, K25P < Katm < K25C) and
+ * their implied vols (fractions). Optional: the approximation order (default 'second') and the wing
+ * boundaries K10P < K25P, K10C > K25C (computed by {@link vannaVolgaWingStrikes} when absent).
+ */
+export interface VannaVolgaParams {
+  readonly K25P: number;
+  readonly Katm: number;
+  readonly K25C: number;
+  readonly vol25P: number;
+  readonly volAtm: number;
+  readonly vol25C: number;
+  readonly order?: VannaVolgaOrder;
+  readonly K10P?: number;
+  readonly K10C?: number;
+}
+
+/** Max outward slope of total variance in k in the extrapolated wings (90 % of Lee's bound 2). */
+export const VV_MAX_WING_SLOPE = 1.8;
+
+/**
+ * Structural checks of VV parameters: finite positive strikes with K25P < Katm < K25C, positive finite
+ * vols, and (if given) K10P < K25P, K10C > K25C. Returns the violated conditions (empty when valid).
+ */
+export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
+  const out: string[] = [];
+  for (const key of ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C'] as const) {
+    const v = p[key];
+    if (!(v > 0 && Number.isFinite(v))) out.push(`${key} must be finite > 0, got ${v}`);
+  }
+  if (out.length > 0) return out;
+  if (!(p.K25P < p.Katm && p.Katm < p.K25C)) out.push(`strikes must satisfy K25P < Katm < K25C, got ${p.K25P}, ${p.Katm}, ${p.K25C}`);
+  if (p.K10P !== undefined && !(p.K10P > 0 && p.K10P < p.K25P)) out.push(`K10P must be in (0, K25P), got ${p.K10P}`);
+  if (p.K10C !== undefined && !(p.K10C > p.K25C && Number.isFinite(p.K10C))) out.push(`K10C must be > K25C, got ${p.K10C}`);
+  return out;
+}
+
+function assertParams(fn: string, p: VannaVolgaParams): void {
+  const v = vannaVolgaParamViolations(p);
+  if (v.length > 0) throw new RangeError(`${fn}: invalid Vanna-Volga parameters: ${v.join('; ')}`);
+}
+
+function assertFT(fn: string, F: number, T: number): void {
+  if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`${fn}: forward F must be finite > 0, got ${F}`);
+  if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`${fn}: T must be finite > 0 years, got ${T}`);
+}
+
+/** The Lagrange weights y1, y2, y3 in ln K of Castagna-Mercurio 2007 (sum to 1). */
+function weights(p: VannaVolgaParams, K: number): [number, number, number] {
+  const l1 = Math.log(p.K25P);
+  const l2 = Math.log(p.Katm);
+  const l3 = Math.log(p.K25C);
+  const l = Math.log(K);
+  const y1 = ((l2 - l) * (l3 - l)) / ((l2 - l1) * (l3 - l1));
+  const y2 = ((l - l1) * (l3 - l)) / ((l2 - l1) * (l3 - l2));
+  const y3 = ((l - l1) * (l - l2)) / ((l3 - l1) * (l3 - l2));
+  return [y1, y2, y3];
+}
+
+/**
+ * First-order VV implied vol (Castagna-Mercurio 2007): y1(K) vol25P + y2(K) volAtm + y3(K) vol25C, the
+ * quadratic interpolation in ln K through the three pillars. Independent of F and T. May be <= 0 far out.
+ * @throws RangeError on invalid parameters or K not finite > 0
+ */
+export function vannaVolgaFirstOrderVol(p: VannaVolgaParams, K: number): number {
+  assertParams('vannaVolgaFirstOrderVol', p);
+  if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaFirstOrderVol: K must be finite > 0, got ${K}`);
+  return firstOrder(p, K);
+}
+
+function firstOrder(p: VannaVolgaParams, K: number): number {
+  const [y1, y2, y3] = weights(p, K);
+  return y1 * p.vol25P + y2 * p.volAtm + y3 * p.vol25C;
+}
+
+/** d1(x) d2(x) at the ATM vol sigma2 (Castagna-Mercurio's d1, d2 with r = 0). */
+function d1d2AtAtm(F: number, x: number, T: number, sigma2: number): number {
+  const s = sigma2 * Math.sqrt(T);
+  const d1 = Math.log(F / x) / s + 0.5 * s;
+  return d1 * (d1 - s);
+}
+
+/**
+ * Second-order VV implied vol (Castagna-Mercurio 2007), see the module docstring for the formula.
+ * @returns the vol (fraction), or NaN where the square-root argument sigma2^2 + d1 d2 u is negative
+ *   (the approximation does not exist there)
+ * @throws RangeError on invalid parameters, F, T or K
+ */
+export function vannaVolgaSecondOrderVol(p: VannaVolgaParams, F: number, K: number, T: number): number {
+  assertParams('vannaVolgaSecondOrderVol', p);
+  assertFT('vannaVolgaSecondOrderVol', F, T);
+  if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSecondOrderVol: K must be finite > 0, got ${K}`);
+  return secondOrder(p, F, K, T);
+}
+
+function secondOrder(p: VannaVolgaParams, F: number, K: number, T: number): number {
+  const s2 = p.volAtm;
+  const [y1, y2, y3] = weights(p, K);
+  const D1 = y1 * p.vol25P + y2 * s2 + y3 * p.vol25C - s2;
+  const e1 = p.vol25P - s2;
+  const e3 = p.vol25C - s2;
+  const D2 = y1 * d1d2AtAtm(F, p.K25P, T, s2) * e1 * e1 + y3 * d1d2AtAtm(F, p.K25C, T, s2) * e3 * e3;
+  const u = 2 * s2 * D1 + D2;
+  const dd = d1d2AtAtm(F, K, T, s2);
+  const rad = s2 * s2 + dd * u;
+  if (!(rad >= 0)) return Number.NaN;
+  return s2 + u / (s2 + Math.sqrt(rad));
+}
+
+/**
+ * The VV option price of Castagna-Mercurio 2007 (undiscounted, r = 0): the Black-76 price at the ATM vol
+ * plus the weighted market-minus-flat prices of the two 25-delta pillar options (the ATM term vanishes),
+ * weights x_i(K) = Vega(K)/Vega(K_i) y_i(K) with vegas at the ATM vol. Quote currency per unit underlying.
+ * @throws RangeError on invalid parameters, F, T or K
+ */
+export function vannaVolgaPrice(p: VannaVolgaParams, F: number, K: number, T: number, optionType: 'C' | 'P'): number {
+  assertParams('vannaVolgaPrice', p);
+  assertFT('vannaVolgaPrice', F, T);
+  if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaPrice: K must be finite > 0, got ${K}`);
+  const s2 = p.volAtm;
+  const [y1, , y3] = weights(p, K);
+  const vegaK = black76Greeks(F, K, T, s2, 'C').vega;
+  const v1 = black76Greeks(F, p.K25P, T, s2, 'C').vega;
+  const v3 = black76Greeks(F, p.K25C, T, s2, 'C').vega;
+  const c1 = black76Price(F, p.K25P, T, p.vol25P, 'C') - black76Price(F, p.K25P, T, s2, 'C');
+  const c3 = black76Price(F, p.K25C, T, p.vol25C, 'C') - black76Price(F, p.K25C, T, s2, 'C');
+  // Calls and puts get the same correction (put-call parity holds for each pillar term).
+  return black76Price(F, K, T, s2, optionType) + (vegaK / v1) * y1 * c1 + (vegaK / v3) * y3 * c3;
+}
+
+/**
+ * Implied volatility of the exact VV price ({@link vannaVolgaPrice}) at K, from the out-of-the-money option
+ * (put below F, call at or above). NaN when the VV price leaves the no-arbitrage price bounds.
+ * @throws RangeError on invalid parameters, F, T or K
+ */
+export function vannaVolgaPriceImpliedVol(p: VannaVolgaParams, F: number, K: number, T: number): number {
+  const type = K < F ? 'P' : 'C';
+  const price = vannaVolgaPrice(p, F, K, T, type);
+  try {
+    return impliedVolBlack76(price, F, K, T, type);
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** The VV smile between the wing strikes: second (or first) order with the documented fallbacks. */
+function coreVol(p: VannaVolgaParams, F: number, K: number, T: number): number {
+  if ((p.order ?? 'second') === 'second') {
+    const v = secondOrder(p, F, K, T);
+    if (v > 0 && Number.isFinite(v)) return v;
+  }
+  const v1 = firstOrder(p, K);
+  if (v1 > 0 && Number.isFinite(v1)) return v1;
+  return Math.min(p.vol25P, p.volAtm, p.vol25C);
+}
+
+/**
+ * Wing boundaries of a VV smile: the strikes whose forward Black call delta on the VV smile (between the
+ * pillars' second/first-order formula) is 0.90 (K10P, below the 25-delta put) and 0.10 (K10C, above the
+ * 25-delta call), by {@link strikeFromDelta}. If the root search fails, or gives a strike not beyond the
+ * 25-delta pillar, the flat-ATM-vol closed form is used, and if that is not beyond the pillar either, the
+ * pillar's log-distance from Katm is doubled (K10C = K25C^2/Katm, K10P = K25P^2/Katm).
+ * @throws RangeError on invalid parameters, F or T
+ */
+export function vannaVolgaWingStrikes(p: VannaVolgaParams, F: number, T: number): { K10P: number; K10C: number } {
+  assertParams('vannaVolgaWingStrikes', p);
+  assertFT('vannaVolgaWingStrikes', F, T);
+  const smile = (K: number): number => coreVol(p, F, K, T);
+  const solve = (delta: number): number => {
+    try {
+      return strikeFromDelta(delta, F, T, smile);
+    } catch {
+      return Number.NaN;
+    }
+  };
+  let K10C = solve(0.1);
+  if (!(K10C > p.K25C)) K10C = strikeFromDeltaFlat(0.1, F, T, p.volAtm);
+  if (!(K10C > p.K25C && Number.isFinite(K10C))) K10C = (p.K25C * p.K25C) / p.Katm;
+  let K10P = solve(0.9);
+  if (!(K10P < p.K25P && K10P > 0)) K10P = strikeFromDeltaFlat(0.9, F, T, p.volAtm);
+  if (!(K10P < p.K25P && K10P > 0)) K10P = (p.K25P * p.K25P) / p.Katm;
+  return { K10P, K10C };
+}
+
+/**
+ * The full VV smile of an expiry as a function of strike, with the wing rule of the module docstring.
+ * Computes the wing strikes once (unless given in `p`). The returned function never returns NaN for
+ * K > 0 (it throws RangeError for K not finite > 0).
+ * @throws RangeError on invalid parameters, F or T
+ */
+export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: number) => number {
+  assertParams('vannaVolgaSmile', p);
+  assertFT('vannaVolgaSmile', F, T);
+  const wings = p.K10P !== undefined && p.K10C !== undefined ? { K10P: p.K10P, K10C: p.K10C } : vannaVolgaWingStrikes(p, F, T);
+  const kLo = Math.log(wings.K10P / F);
+  const kHi = Math.log(wings.K10C / F);
+  const w = (k: number): number => {
+    const v = coreVol(p, F, F * Math.exp(k), T);
+    return v * v * T;
+  };
+  const slopeAt = (k: number): number => {
+    const h = 1e-5 * Math.max(1, Math.abs(k));
+    return (w(k + h) - w(k - h)) / (2 * h);
+  };
+  const wLo = w(kLo);
+  const wHi = w(kHi);
+  // Outward slopes: the left wing grows as k decreases (dw/dk <= 0), the right wing as k increases.
+  const sLo = Math.min(0, Math.max(-VV_MAX_WING_SLOPE, slopeAt(kLo)));
+  const sHi = Math.max(0, Math.min(VV_MAX_WING_SLOPE, slopeAt(kHi)));
+  return (K: number): number => {
+    if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSmile: K must be finite > 0, got ${K}`);
+    const k = Math.log(K / F);
+    if (k < kLo) return Math.sqrt((wLo + sLo * (k - kLo)) / T);
+    if (k > kHi) return Math.sqrt((wHi + sHi * (k - kHi)) / T);
+    return coreVol(p, F, K, T);
+  };
+}
+
+/**
+ * VV implied vol at strike K with the service's wing rule (see the module docstring): second-order
+ * Castagna-Mercurio 2007 formula between the 10-delta strikes (first order where it fails), linear total
+ * variance beyond. Never NaN for valid inputs. For many strikes, build {@link vannaVolgaSmile} once.
+ * @param p VV parameters (pillar strikes and vols; optional wing strikes and order)
+ * @param F the expiry's forward (> 0), T years (> 0), K strike (> 0)
+ * @throws RangeError on invalid parameters, F, T or K
+ */
+export function vannaVolgaImpliedVol(p: VannaVolgaParams, F: number, K: number, T: number): number {
+  return vannaVolgaSmile(p, F, T)(K);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pillars from market quotes, and the per-expiry "calibration" with diagnostics
+
+/** Options of {@link calibrateVannaVolga}. */
+export interface VannaVolgaCalibrationOptions {
+  /** Approximation order between the 10-delta strikes, default 'second'. */
+  readonly order?: VannaVolgaOrder;
+  /** Outlier rule (Hampel identifier on the quotes, see {@link calibrateVannaVolga}): deviations beyond
+   * this many robust sigmas are dropped. Default 4. */
+  readonly outlierSigmas?: number;
+  /** Deviations below this many vol points are never outliers. Default 1. */
+  readonly outlierFloorVolPts?: number;
+  /** At most this fraction of the quotes is dropped. Default 0.1; 0 disables the filter. */
+  readonly maxOutlierFraction?: number;
+  /** Density-check grid and tolerance (default grid: 4 ATM standard deviations, widened to the quotes). */
+  readonly densityCheck?: DensityCheckOptions;
+}
+
+/** Result of {@link calibrateVannaVolga} (same diagnostics as calibrateSvi and calibrateSabr). */
+export interface VannaVolgaCalibrationResult {
+  /** Pillars (with the wing strikes K10P, K10C and the order filled in). */
+  readonly params: Required<VannaVolgaParams>;
+  /** Forward and expiry used. */
+  readonly F: number;
+  readonly T: number;
+  /** RMSE of model IV minus mark IV over the quotes used, in vol points (|iv error| · 100). */
+  readonly rmseVolPts: number;
+  /** Largest |model IV - mark IV| over the quotes used, vol points. */
+  readonly maxErrorVolPts: number;
+  /** RMSE over every valid input quote (filtered outliers included), vol points. */
+  readonly rmseAllVolPts: number;
+  /** Fit over the quotes between the 10-delta strikes K10P and K10C (where the VV formula itself is
+   * used, not the wing extrapolation): RMSE and max error in vol points, and the number of quotes. */
+  readonly within10Delta: { readonly rmseVolPts: number; readonly maxErrorVolPts: number; readonly quotes: number };
+  /** Number of quotes in the market smile the pillars were read from. */
+  readonly quotesUsed: number;
+  /** Indices (into the input array) of quotes dropped: invalid inputs and filtered outliers. */
+  readonly quotesDropped: readonly number[];
+  /** Density check of the VV smile (smileArbitrage.ts). */
+  readonly arbitrageFree: boolean;
+  readonly minDensity: number;
+  readonly kAtMinDensity: number;
+  /** Human-readable account of the pillar rule and fallbacks used. */
+  readonly method: string;
+  /** No optimizer: always 0 (kept for the common result shape). */
+  readonly iterations: number;
+  /** ATM sanity check: market ATM IV (interpolated; null outside the quotes), model ATM IV, gap in vol pts. */
+  readonly atm: { readonly marketIv: number | null; readonly modelIv: number; readonly errorVolPts: number | null };
+  readonly warnings: readonly string[];
+}
+
+/** Piecewise-linear interpolation in k of sorted (k, iv) points, flat beyond both ends. */
+function linearSmile(ks: readonly number[], ivs: readonly number[]): (k: number) => number {
+  const n = ks.length;
+  return (k: number): number => {
+    if (n === 1 || k <= (ks[0] as number)) return ivs[0] as number;
+    if (k >= (ks[n - 1] as number)) return ivs[n - 1] as number;
+    let lo = 0;
+    let hi = n - 1;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if ((ks[mid] as number) <= k) lo = mid;
+      else hi = mid;
+    }
+    const t = (k - (ks[lo] as number)) / ((ks[hi] as number) - (ks[lo] as number));
+    return (ivs[lo] as number) * (1 - t) + (ivs[hi] as number) * t;
+  };
+}
+
+/** RMSE, max |error| and count of residuals in vol points (0, 0, 0 for none). */
+export function errorStats(res: readonly number[]): { rmseVolPts: number; maxErrorVolPts: number; quotes: number } {
+  if (res.length === 0) return { rmseVolPts: 0, maxErrorVolPts: 0, quotes: 0 };
+  let ss = 0;
+  let mx = 0;
+  for (const e of res) {
+    ss += e * e;
+    mx = Math.max(mx, Math.abs(e));
+  }
+  return { rmseVolPts: Math.sqrt(ss / res.length), maxErrorVolPts: mx, quotes: res.length };
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 === 1 ? (s[h] as number) : ((s[h - 1] as number) + (s[h] as number)) / 2;
+}
+
+/**
+ * Builds the VV smile of one expiry from its quotes and reports the fit diagnostics.
+ *
+ * Pillar rule (documented in docs/conventions.md): the market smile is the piecewise-linear interpolation
+ * in log-moneyness k = ln(K/F) of the expiry's mark IVs (quotes at the same k averaged; flat beyond the
+ * lowest and highest quoted k). ATM: Katm = F, volAtm = smile(0). 25-delta call: the strike K25C > F
+ * whose plain forward Black call delta N(d1), computed with the smile's own vol at K, is 0.25
+ * (strikeFromDelta, Brent), vol25C = smile(ln(K25C/F)); 25-delta put: call delta 0.75 (put delta -0.25).
+ * If a delta root cannot be found, the flat-ATM-vol closed form is used; if the 25-delta put strike is
+ * not below the forward (possible only when volAtm·sqrt(T) > 1.35), it is mirrored to F^2/K25C. All
+ * fallbacks are named in `method` and `warnings`.
+ *
+ * Robustness: with >= 10 quotes, a Hampel identifier (F. R. Hampel, "The influence curve and its role in
+ * robust estimation", JASA 69, 1974; Hampel et al., "Robust Statistics", 1986) drops quotes whose IV
+ * deviates from the linear interpolation of its two neighbours by more than
+ * max(outlierSigmas · 1.4826 · MAD, outlierFloorVolPts) (MAD of all those deviations), the worst first
+ * and the deviations recomputed after each drop (at most maxOutlierFraction of the quotes), so a single
+ * bad mark next to a pillar does not move it and its neighbours stay. One quote gives a flat smile; two or more give
+ * the linear market smile above. Never throws for valid inputs with at least one valid quote.
+ *
+ * @param quotes the expiry's quotes (k = ln(K/F), mark IV fraction); invalid ones (non-finite k, iv <= 0)
+ *   are dropped and listed in quotesDropped
+ * @param F the expiry's forward (> 0); T years ACT/365 (> 0)
+ * @throws RangeError when F or T are not finite and > 0, or no valid quote remains
+ */
+export function calibrateVannaVolga(
+  quotes: readonly SviQuote[],
+  F: number,
+  T: number,
+  options: VannaVolgaCalibrationOptions = {},
+): VannaVolgaCalibrationResult {
+  assertFT('calibrateVannaVolga', F, T);
+  const valid: { k: number; iv: number; i: number }[] = [];
+  const dropped: number[] = [];
+  quotes.forEach((q, i) => {
+    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i });
+    else dropped.push(i);
+  });
+  if (valid.length === 0) throw new RangeError('calibrateVannaVolga: no valid quote (need finite k and iv > 0)');
+  valid.sort((a, b) => a.k - b.k || a.i - b.i);
+  const warnings: string[] = [];
+  const notes: string[] = [];
+
+  // Hampel identifier against the neighbours' linear interpolation, applied iteratively (the worst
+  // quote first, deviations recomputed without it) so that the neighbours of a bad quote, whose own
+  // deviations it inflates, are not dropped with it. The robust scale comes from the full set.
+  let used = valid;
+  const maxFrac = options.maxOutlierFraction ?? 0.1;
+  if (valid.length >= 10 && maxFrac > 0) {
+    const deviations = (set: readonly { k: number; iv: number }[]): { d: number; t: number }[] => {
+      const out: { d: number; t: number }[] = [];
+      for (let t = 1; t + 1 < set.length; t++) {
+        const a = set[t - 1] as { k: number; iv: number };
+        const b = set[t] as { k: number; iv: number };
+        const c = set[t + 1] as { k: number; iv: number };
+        const pred = c.k > a.k ? a.iv + ((c.iv - a.iv) * (b.k - a.k)) / (c.k - a.k) : 0.5 * (a.iv + c.iv);
+        out.push({ d: 100 * (b.iv - pred), t });
+      }
+      return out;
+    };
+    const dev0 = deviations(valid);
+    const med = median(dev0.map((x) => x.d));
+    const mad = 1.4826 * median(dev0.map((x) => Math.abs(x.d - med)));
+    const thr = Math.max((options.outlierSigmas ?? 4) * mad, options.outlierFloorVolPts ?? 1);
+    const maxDrop = Math.floor(maxFrac * valid.length);
+    let current = valid;
+    let nDropped = 0;
+    while (nDropped < maxDrop && current.length >= 3) {
+      let worst: { d: number; t: number } | null = null;
+      for (const x of deviations(current)) {
+        if (Math.abs(x.d - med) > thr && (worst === null || Math.abs(x.d - med) > Math.abs(worst.d - med))) worst = x;
+      }
+      if (worst === null) break;
+      dropped.push((current[worst.t] as { i: number }).i);
+      current = current.filter((_, t) => t !== (worst as { t: number }).t);
+      nDropped++;
+    }
+    if (nDropped > 0) {
+      used = current;
+      notes.push(`dropped ${nDropped} outlier quote${nDropped > 1 ? 's' : ''} (> ${thr.toFixed(2)} vol pts from the neighbours' interpolation)`);
+    }
+  }
+
+  // Market smile: average duplicates at the same k.
+  const ks: number[] = [];
+  const ivs: number[] = [];
+  for (let t = 0; t < used.length; ) {
+    const k = (used[t] as { k: number }).k;
+    let sum = 0;
+    let cnt = 0;
+    while (t < used.length && (used[t] as { k: number }).k === k) {
+      sum += (used[t] as { iv: number }).iv;
+      cnt++;
+      t++;
+    }
+    ks.push(k);
+    ivs.push(sum / cnt);
+  }
+  const mkt = linearSmile(ks, ivs);
+  const mktAtK = (K: number): number => mkt(Math.log(K / F));
+  const volAtm = mkt(0);
+  const solve = (delta: number): { K: number; fallback: boolean } => {
+    try {
+      return { K: strikeFromDelta(delta, F, T, mktAtK), fallback: false };
+    } catch {
+      return { K: strikeFromDeltaFlat(delta, F, T, volAtm), fallback: true };
+    }
+  };
+  const c25 = solve(0.25);
+  const p25 = solve(0.75);
+  let K25C = c25.K;
+  let K25P = p25.K;
+  if (c25.fallback || p25.fallback) {
+    warnings.push('25-delta strike root not found on the market smile; flat-ATM-vol closed form used');
+    notes.push('a 25-delta strike from the flat-ATM-vol closed form');
+  }
+  if (!(K25C > F)) {
+    K25C = strikeFromDeltaFlat(0.25, F, T, volAtm);
+    notes.push('25-delta call strike from the flat-ATM-vol closed form');
+  }
+  if (!(K25P < F)) {
+    K25P = (F * F) / K25C;
+    warnings.push('25-delta put strike not below the forward (volAtm·sqrt(T) > 1.35); mirrored to F^2/K25C');
+    notes.push('25-delta put strike mirrored to F^2/K25C');
+  }
+  const order = options.order ?? 'second';
+  const base: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
+  const wings = vannaVolgaWingStrikes(base, F, T);
+  const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C };
+  const smile = vannaVolgaSmile(params, F, T);
+
+  const resUsed = used.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
+  const resAll = valid.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
+  const rmse = Math.sqrt(resUsed.reduce((s, e) => s + e * e, 0) / resUsed.length);
+  const rmseAll = Math.sqrt(resAll.reduce((s, e) => s + e * e, 0) / resAll.length);
+  const maxErr = resUsed.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
+  const kLo10 = Math.log(params.K10P / F);
+  const kHi10 = Math.log(params.K10C / F);
+  const resCore = used.filter((q) => q.k >= kLo10 && q.k <= kHi10).map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
+
+  const kMin = ks[0] as number;
+  const kMax = ks[ks.length - 1] as number;
+  const chk = checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
+  if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
+  const marketAtm = kMin <= 0 && kMax >= 0 ? volAtm : null;
+  const modelAtm = smile(F);
+  const atmErr = marketAtm === null ? null : 100 * (modelAtm - marketAtm);
+  if (marketAtm === null) warnings.push('the quotes do not straddle the forward: ATM vol is the nearest quote (flat extrapolation)');
+
+  const rule = ks.length === 1 ? 'flat smile through the single quote' : `pillars read off the linear-in-k interpolation of ${ks.length} mark IVs`;
+  const method = [`vanna-volga ${order} order (Castagna-Mercurio 2007); ${rule}; linear total-variance wings beyond the 10-delta strikes`, ...notes].join('; ');
+  dropped.sort((a, b) => a - b);
+  return {
+    params,
+    F,
+    T,
+    rmseVolPts: rmse,
+    maxErrorVolPts: maxErr,
+    rmseAllVolPts: rmseAll,
+    within10Delta: errorStats(resCore),
+    quotesUsed: used.length,
+    quotesDropped: dropped,
+    arbitrageFree: chk.arbitrageFree,
+    minDensity: chk.minDensity,
+    kAtMinDensity: Number.isFinite(chk.atStrike) ? Math.log(chk.atStrike / F) : Number.NaN,
+    method,
+    iterations: 0,
+    atm: { marketIv: marketAtm, modelIv: modelAtm, errorVolPts: atmErr },
+    warnings,
+  };
+}

@@ -1,0 +1,302 @@
+import { describe, expect, it } from 'vitest';
+import { normCdf, normInv } from '../../src/quant/normal.js';
+import { sabrImpliedVol } from '../../src/quant/sabr.js';
+import { checkSmileDensity } from '../../src/quant/smileArbitrage.js';
+import { strikeFromDelta } from '../../src/quant/strikeFromDelta.js';
+import {
+  VV_MAX_WING_SLOPE,
+  calibrateVannaVolga,
+  vannaVolgaFirstOrderVol,
+  vannaVolgaImpliedVol,
+  vannaVolgaParamViolations,
+  vannaVolgaPriceImpliedVol,
+  vannaVolgaSecondOrderVol,
+  vannaVolgaSmile,
+  vannaVolgaWingStrikes,
+  type VannaVolgaParams,
+} from '../../src/quant/vannaVolga.js';
+
+/**
+ * Castagna & Mercurio's EUR/USD 3M example (1 July 2005): S0 = 1.205, T = 94/365, ATM 9.05 %, 25-delta
+ * risk reversal -0.50 %, vega-weighted butterfly 0.13 %, USD discount factor 0.9902752, EUR 0.9945049;
+ * pillar strikes 1.1733 (25D put), 1.2114 (ATM), 1.2487 (25D call) and vols 9.43 %, 9.05 %, 8.93 %.
+ * Source: A. Castagna, F. Mercurio, "Consistent pricing of FX options", SSRN 873788 (2005), p. 5 and p. 11,
+ * the example of "The vanna-volga method for implied volatilities", Risk, January 2007; numbers as
+ * checked in OpenSourceRisk's QuantExt test-suite fxvolsmile.cpp (testVannaVolgaFxSmileSection) and in
+ * OpenGamma's FXVannaVolgaVolatilityCurveModelTest. The paper uses the FX conventions: spot delta with
+ * the foreign discount factor, ATM = delta-neutral straddle, K = F exp(-+ a sigma sqrt T + sigma^2 T/2)
+ * with a = -N^-1(0.25 / P_f); the VV formulas themselves depend only on F, T and the pillars.
+ */
+const CM = (() => {
+  const S0 = 1.205;
+  const T = 94 / 365;
+  const Pd = 0.9902752;
+  const Pf = 0.9945049;
+  const F = (S0 * Pf) / Pd;
+  const atm = 0.0905;
+  const rr = -0.005;
+  const vwb = 0.0013;
+  const vol25P = atm + vwb - rr / 2;
+  const vol25C = atm + vwb + rr / 2;
+  const a = -normInv(0.25 / Pf);
+  const sq = Math.sqrt(T);
+  const params: VannaVolgaParams = {
+    K25P: F * Math.exp(-a * vol25P * sq + 0.5 * vol25P * vol25P * T),
+    Katm: F * Math.exp(0.5 * atm * atm * T),
+    K25C: F * Math.exp(a * vol25C * sq + 0.5 * vol25C * vol25C * T),
+    vol25P,
+    volAtm: atm,
+    vol25C,
+  };
+  return { F, T, params };
+})();
+
+describe("Castagna-Mercurio 2007's EUR/USD example", () => {
+  it('reproduces the paper pillar strikes and vols (4 decimals)', () => {
+    expect(CM.params.K25P).toBeCloseTo(1.1733, 4);
+    expect(CM.params.Katm).toBeCloseTo(1.2114, 4);
+    expect(CM.params.K25C).toBeCloseTo(1.2487, 4);
+    expect(CM.params.vol25P).toBeCloseTo(0.0943, 12);
+    expect(CM.params.vol25C).toBeCloseTo(0.0893, 12);
+  });
+
+  it('reproduces its three pillars exactly, first and second order', () => {
+    const { F, T, params: p } = CM;
+    for (const [K, v] of [
+      [p.K25P, p.vol25P],
+      [p.Katm, p.volAtm],
+      [p.K25C, p.vol25C],
+    ] as const) {
+      expect(Math.abs(vannaVolgaFirstOrderVol(p, K) - v)).toBeLessThan(1e-15);
+      expect(Math.abs(vannaVolgaSecondOrderVol(p, F, K, T) - v)).toBeLessThan(1e-15);
+      expect(Math.abs(vannaVolgaImpliedVol(p, F, K, T) - v)).toBeLessThan(1e-15);
+      // The exact VV price also reprices the pillar options (the replication argument).
+      expect(Math.abs(vannaVolgaPriceImpliedVol(p, F, K, T) - v)).toBeLessThan(1e-12);
+    }
+  });
+
+  it('the approximations agree with the implied vol of the exact VV price between the pillars', () => {
+    // The article's claim: both approximations are very accurate inside [K1, K3], the second-order one
+    // also outside. Measured: second order within 0.0005 vol pts on [K1, K3] and 0.016 at 1.10; first
+    // order within 0.02 vol pts on [K1, K3].
+    const { F, T, params: p } = CM;
+    for (let K = p.K25P; K <= p.K25C; K += 0.0025) {
+      const exact = vannaVolgaPriceImpliedVol(p, F, K, T);
+      expect(Math.abs(vannaVolgaSecondOrderVol(p, F, K, T) - exact)).toBeLessThan(1e-5);
+      expect(Math.abs(vannaVolgaFirstOrderVol(p, K) - exact)).toBeLessThan(3e-4);
+    }
+    for (const K of [1.1, 1.15, 1.3, 1.35]) {
+      const exact = vannaVolgaPriceImpliedVol(p, F, K, T);
+      expect(Math.abs(vannaVolgaSecondOrderVol(p, F, K, T) - exact)).toBeLessThan(3e-4); // measured 0.016 vol pts at 1.10
+    }
+  });
+
+  it('has the smile shape of the example: minimum near the 25-delta call, higher on the put side', () => {
+    const { F, T, params: p } = CM;
+    const sm = vannaVolgaSmile(p, F, T);
+    expect(sm(1.15)).toBeGreaterThan(sm(1.1733));
+    expect(sm(1.2487)).toBeLessThan(sm(1.2114));
+    expect(sm(1.30)).toBeGreaterThan(sm(1.2487));
+    expect(sm(1.15)).toBeGreaterThan(sm(1.30));
+  });
+});
+
+/** A smooth BTC-like 1-month market smile: SABR alpha 0.5, rho -0.3, nu 2.5, quotes every 0.005 in k. */
+const SABR = { alpha: 0.5, beta: 1, rho: -0.3, nu: 2.5 };
+const SABR_F = 75000;
+const SABR_T = 0.08;
+const SABR_QUOTES = Array.from({ length: 161 }, (_, i) => -0.4 + i * 0.005).map((k) => ({
+  k,
+  iv: sabrImpliedVol(SABR, SABR_F, SABR_F * Math.exp(k), SABR_T),
+}));
+
+describe('Vanna-Volga smile properties', () => {
+  const F = 70000;
+  const T = 0.1;
+
+  it('is symmetric in log-moneyness when the pillars are symmetric around Katm = F', () => {
+    const k = 0.12;
+    const p: VannaVolgaParams = { K25P: F * Math.exp(-k), Katm: F, K25C: F * Math.exp(k), vol25P: 0.62, volAtm: 0.55, vol25C: 0.62 };
+    const sm = vannaVolgaSmile(p, F, T);
+    for (const x of [0.01, 0.05, 0.12, 0.2, 0.3, 0.6, 1.2]) {
+      // With Katm = F, d1 d2 at the ATM vol is (ln^2(F/K) - s^4/4)/s^2 (s = volAtm sqrt T): even in ln(K/F);
+      // the weights y1, y3 swap under k -> -k, so both approximations are even.
+      expect(Math.abs(vannaVolgaSecondOrderVol(p, F, F * Math.exp(x), T) - vannaVolgaSecondOrderVol(p, F, F * Math.exp(-x), T))).toBeLessThan(1e-12);
+      expect(Math.abs(vannaVolgaFirstOrderVol(p, F * Math.exp(x)) - vannaVolgaFirstOrderVol(p, F * Math.exp(-x)))).toBeLessThan(1e-12);
+    }
+    // The 10-delta wing strikes are not symmetric in k (delta is not), so the full smile is compared
+    // inside them only.
+    const w = vannaVolgaWingStrikes(p, F, T);
+    const kIn = Math.min(Math.log(w.K10C / F), -Math.log(w.K10P / F));
+    for (const x of [0.02, 0.5 * kIn, 0.99 * kIn]) expect(Math.abs(sm(F * Math.exp(x)) - sm(F * Math.exp(-x)))).toBeLessThan(1e-12);
+  });
+
+  it('first and second order agree near the money: equal at Katm, apart by O(|ln(K/Katm)|) close to it', () => {
+    // sigma_2nd - sigma_1st = D2/(2 sigma2) + O(d1 d2 D^2): D2 vanishes at Katm (y1 = y3 = 0) and grows
+    // linearly in ln K, with a coefficient of order d1 d2 (sigma_i - sigma2)^2 / sigma2.
+    const p: VannaVolgaParams = { K25P: 63500, Katm: F, K25C: 77200, vol25P: 0.66, volAtm: 0.55, vol25C: 0.58 };
+    expect(vannaVolgaSecondOrderVol(p, F, F, T)).toBe(vannaVolgaFirstOrderVol(p, F));
+    const s = p.volAtm * Math.sqrt(T);
+    let prevDiff = Number.POSITIVE_INFINITY;
+    for (const x of [0.2, 0.1, 0.05, 0.025, 0.0125]) {
+      const K = F * Math.exp(x * s);
+      const diff = Math.abs(vannaVolgaSecondOrderVol(p, F, K, T) - vannaVolgaFirstOrderVol(p, K));
+      expect(diff).toBeLessThan(0.01 * x); // measured 0.0016 x .. 0.0027 x (x in ATM standard deviations)
+      expect(diff).toBeLessThan(prevDiff);
+      prevDiff = diff;
+    }
+    // With the example's realistic pillars the two agree to 0.03 vol pts over [K1, K3].
+    for (let K = CM.params.K25P; K <= CM.params.K25C; K += 0.0025) {
+      expect(Math.abs(vannaVolgaSecondOrderVol(CM.params, CM.F, K, CM.T) - vannaVolgaFirstOrderVol(CM.params, K))).toBeLessThan(3e-4);
+    }
+  });
+
+  it('never returns NaN: failing second order falls back, wings are linear in total variance', () => {
+    // A strongly concave set of pillars (negative butterfly) makes the second-order square root fail
+    // in the wings and the first-order parabola negative.
+    const p: VannaVolgaParams = { K25P: 60000, Katm: F, K25C: 80000, vol25P: 0.35, volAtm: 0.8, vol25C: 0.3 };
+    let failures = 0;
+    for (let x = -2; x <= 2; x += 0.01) if (Number.isNaN(vannaVolgaSecondOrderVol(p, F, F * Math.exp(x), T))) failures++;
+    expect(failures).toBeGreaterThan(0);
+    const sm = vannaVolgaSmile(p, F, T);
+    for (let x = -6; x <= 6; x += 0.01) {
+      const v = sm(F * Math.exp(x));
+      expect(Number.isFinite(v) && v > 0).toBe(true);
+    }
+  });
+
+  it('continues total variance linearly beyond the 10-delta strikes, outward slope in [0, 1.8]', () => {
+    // Pillars of a BTC-like 1-month smile (as read off a SABR smile alpha 0.5, rho -0.3, nu 2.5).
+    const F = SABR_F;
+    const T = SABR_T;
+    const { K25P, Katm, K25C, vol25P, volAtm, vol25C } = calibrateVannaVolga(SABR_QUOTES, F, T).params;
+    const p: VannaVolgaParams = { K25P, Katm, K25C, vol25P, volAtm, vol25C };
+    const w = vannaVolgaWingStrikes(p, F, T);
+    expect(w.K10P).toBeLessThan(p.K25P);
+    expect(w.K10C).toBeGreaterThan(p.K25C);
+    const sm = vannaVolgaSmile(p, F, T);
+    // The 10-delta strikes are those of the VV smile: N(d1) = 0.1 and 0.9 there.
+    const delta = (K: number): number => {
+      const s = sm(K) * Math.sqrt(T);
+      return normCdf(Math.log(F / K) / s + 0.5 * s);
+    };
+    expect(delta(w.K10C)).toBeCloseTo(0.1, 10);
+    expect(delta(w.K10P)).toBeCloseTo(0.9, 10);
+    const tv = (k: number): number => sm(F * Math.exp(k)) ** 2 * T;
+    const kHi = Math.log(w.K10C / F);
+    const kLo = Math.log(w.K10P / F);
+    for (const [k0, dir] of [
+      [kHi, 1],
+      [kLo, -1],
+    ] as const) {
+      const a = tv(k0 + dir * 0.1);
+      const b = tv(k0 + dir * 0.5);
+      const c = tv(k0 + dir * 0.9);
+      expect(Math.abs(a - 2 * b + c)).toBeLessThan(1e-14); // linear beyond the boundary
+      const slope = (c - a) / 0.8; // outward slope
+      expect(slope).toBeGreaterThanOrEqual(0);
+      expect(slope).toBeLessThanOrEqual(VV_MAX_WING_SLOPE);
+      // C1 at the boundary: the one-sided slopes match the VV smile's own.
+      const inside = (tv(k0) - tv(k0 - dir * 1e-4)) / 1e-4;
+      expect(Math.abs(inside - slope)).toBeLessThan(1e-3 * Math.max(1, Math.abs(slope)) + 1e-6);
+    }
+    expect(checkSmileDensity(sm, F, T).arbitrageFree).toBe(true);
+  });
+
+  it('validates parameters', () => {
+    const ok: VannaVolgaParams = { K25P: 63500, Katm: F, K25C: 77200, vol25P: 0.66, volAtm: 0.55, vol25C: 0.58 };
+    expect(vannaVolgaParamViolations(ok)).toEqual([]);
+    expect(vannaVolgaParamViolations({ ...ok, K25P: 71000 })).toHaveLength(1);
+    expect(vannaVolgaParamViolations({ ...ok, volAtm: 0 })).toHaveLength(1);
+    expect(() => vannaVolgaImpliedVol({ ...ok, K25C: 60000 }, F, F, T)).toThrow(RangeError);
+    expect(() => vannaVolgaImpliedVol(ok, F, -1, T)).toThrow(RangeError);
+    expect(() => vannaVolgaImpliedVol(ok, F, F, 0)).toThrow(RangeError);
+  });
+});
+
+describe('calibrateVannaVolga (pillars read off the market smile)', () => {
+  const F = SABR_F;
+  const T = SABR_T;
+  const truth = (K: number): number => sabrImpliedVol(SABR, F, K, T);
+  const dense = SABR_QUOTES;
+
+  it('puts the pillars at the forward-delta 25D strikes of the market smile (decisions.md convention)', () => {
+    const r = calibrateVannaVolga(dense, F, T);
+    const p = r.params;
+    expect(p.Katm).toBe(F);
+    // Plain forward Black call delta N(d1) with the pillar's own vol: 0.25 at K25C, 0.75 at K25P.
+    const nd1 = (K: number, v: number): number => normCdf(Math.log(F / K) / (v * Math.sqrt(T)) + 0.5 * v * Math.sqrt(T));
+    expect(nd1(p.K25C, p.vol25C)).toBeCloseTo(0.25, 10);
+    expect(nd1(p.K25P, p.vol25P)).toBeCloseTo(0.75, 10);
+    expect(p.K25P).toBeLessThan(F);
+    expect(p.K25C).toBeGreaterThan(F);
+    // Independent: the 25-delta strikes of the true smile, by strikeFromDelta; the linear interpolation
+    // of quotes 0.005 apart in k moves them by < 0.1 % and the vols by < 0.01 vol pt.
+    const K25C = strikeFromDelta(0.25, F, T, truth);
+    const K25P = strikeFromDelta(0.75, F, T, truth);
+    expect(Math.abs(p.K25C / K25C - 1)).toBeLessThan(1e-3);
+    expect(Math.abs(p.K25P / K25P - 1)).toBeLessThan(1e-3);
+    expect(Math.abs(p.vol25C - truth(K25C))).toBeLessThan(1e-4);
+    expect(Math.abs(p.vol25P - truth(K25P))).toBeLessThan(1e-4);
+    expect(Math.abs(p.volAtm - truth(F))).toBeLessThan(1e-4);
+    // The model reproduces them exactly.
+    expect(Math.abs(vannaVolgaImpliedVol(p, F, p.K25C, T) - p.vol25C)).toBeLessThan(1e-14);
+    expect(Math.abs(vannaVolgaImpliedVol(p, F, p.K25P, T) - p.vol25P)).toBeLessThan(1e-14);
+    expect(r.quotesUsed).toBe(161);
+    expect(r.arbitrageFree).toBe(true);
+    expect(r.iterations).toBe(0);
+    // A smooth SABR smile is matched closely between the 10-delta strikes (measured 0.07 vol pts).
+    expect(r.within10Delta.quotes).toBeGreaterThan(20);
+    expect(r.within10Delta.rmseVolPts).toBeLessThan(0.3);
+    expect(r.atm.errorVolPts).not.toBeNull();
+    expect(Math.abs(r.atm.errorVolPts as number)).toBeLessThan(1e-10);
+  });
+
+  it('drops an isolated bad mark next to a pillar (Hampel filter) so the pillar does not move', () => {
+    const clean = calibrateVannaVolga(dense, F, T);
+    const i = dense.findIndex((q) => q.k >= Math.log(clean.params.K25C / F));
+    const bad = dense.map((q, j) => (j === i ? { ...q, iv: q.iv + 0.08 } : q));
+    const r = calibrateVannaVolga(bad, F, T);
+    expect(r.quotesDropped).toEqual([i]);
+    // Exactly as if the bad quote had never been there; and within 0.01 vol pt of the clean pillar
+    // (the interpolation now spans 0.01 instead of 0.005 in k).
+    const without = calibrateVannaVolga(dense.filter((_, j) => j !== i), F, T, { maxOutlierFraction: 0 });
+    expect(r.params).toEqual(without.params);
+    expect(Math.abs(r.params.vol25C - clean.params.vol25C)).toBeLessThan(1e-4);
+    const noFilter = calibrateVannaVolga(bad, F, T, { maxOutlierFraction: 0 });
+    expect(noFilter.params.vol25C - clean.params.vol25C).toBeGreaterThan(0.01);
+  });
+
+  it('degrades on sparse expiries: one quote gives a flat smile, two a linear market smile', () => {
+    const one = calibrateVannaVolga([{ k: 0.02, iv: 0.61 }], F, T);
+    expect(one.params.vol25P).toBe(0.61);
+    expect(one.params.volAtm).toBe(0.61);
+    expect(one.params.vol25C).toBe(0.61);
+    expect(vannaVolgaImpliedVol(one.params, F, 50000, T)).toBeCloseTo(0.61, 10);
+    expect(one.rmseVolPts).toBeLessThan(1e-10);
+    expect(one.atm.marketIv).toBeNull();
+    expect(one.warnings.length).toBeGreaterThan(0);
+    const two = calibrateVannaVolga(
+      [
+        { k: -0.05, iv: 0.6 },
+        { k: 0.05, iv: 0.56 },
+      ],
+      F,
+      T,
+    );
+    expect(two.params.volAtm).toBeCloseTo(0.58, 12);
+    expect(two.params.vol25P).toBe(0.6); // beyond the quotes: flat
+    expect(two.quotesUsed).toBe(2);
+    expect(() => calibrateVannaVolga([{ k: 0, iv: -1 }], F, T)).toThrow(RangeError);
+    const withBad = calibrateVannaVolga([{ k: 0, iv: 0.5 }, { k: Number.NaN, iv: 0.5 }], F, T);
+    expect(withBad.quotesDropped).toEqual([1]);
+  });
+
+  it('near-identical inputs give near-identical pillars', () => {
+    const a = calibrateVannaVolga(dense, F, T);
+    const b = calibrateVannaVolga(dense.map((q, i) => ({ ...q, iv: q.iv + 1e-6 * Math.sin(i) })), F, T);
+    for (const key of ['K25P', 'K25C', 'vol25P', 'volAtm', 'vol25C'] as const) {
+      expect(Math.abs(a.params[key] / b.params[key] - 1)).toBeLessThan(1e-5);
+    }
+  });
+});
