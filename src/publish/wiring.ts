@@ -1,0 +1,88 @@
+/**
+ * What the service starts for Kafka, per ROLE (docs/events.md "API replicas"):
+ * - `all` / `calibrator` with KAFKA_BROKERS: a KafkaPublisher subscribed to `cache.updates$`, restoring the funding
+ *   history into the cache's FundingStore on its first connection (without re-emitting those points);
+ * - `api`: a KafkaReplica filling the cache from the topics (KAFKA_BROKERS required);
+ * - no KAFKA_BROKERS (all/calibrator): nothing.
+ * Also the health-only HTTP app of ROLE=calibrator. Called by src/service.ts; the service starts this BEFORE its feeds,
+ * so that the publisher sees every cache write.
+ */
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../cache/marketCache.js';
+import { installErrorHandling } from '../api/errors.js';
+import { healthRoutes } from '../api/routes/health.js';
+import { KafkaPublisher } from './publisher.js';
+import { KafkaReplica } from '../replica/replica.js';
+import { parseBrokers, type KafkaRoleConfig } from './config.js';
+import type { KafkaLogger } from './topics.js';
+
+/** Kafka parts of a running service. */
+export interface KafkaWiring {
+  readonly role: KafkaRoleConfig['ROLE'];
+  readonly publisher: KafkaPublisher | null;
+  readonly replica: KafkaReplica | null;
+  /** Flush and stop (publisher: bounded flush of `timeoutMs`; replica: disconnect). */
+  close(timeoutMs?: number): Promise<void>;
+}
+
+/** A pino-like logger with child(). */
+export interface ChildLogger extends KafkaLogger {
+  child(bindings: Record<string, unknown>): KafkaLogger;
+}
+
+/**
+ * Start the Kafka side of the service for `config.ROLE`. Returns at once: connection and topic creation happen in
+ * the background (the broker may be absent).
+ * @throws Error when ROLE=api and KAFKA_BROKERS is unset (loadConfig rejects that earlier)
+ */
+export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logger: ChildLogger): KafkaWiring {
+  const brokers = parseBrokers(config.KAFKA_BROKERS);
+  const common = {
+    clientId: config.KAFKA_CLIENT_ID,
+    prefix: config.KAFKA_TOPIC_PREFIX,
+    partitions: config.KAFKA_PARTITIONS,
+    replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+  };
+  if (config.ROLE === 'api') {
+    if (!brokers) throw new Error('ROLE=api needs KAFKA_BROKERS');
+    const replica = new KafkaReplica({ ...common, brokers, cache, logger: logger.child({ component: 'kafka-replica' }) }).start();
+    logger.info({ brokers, prefix: common.prefix }, 'ROLE=api: serving REST from Kafka (no exchange connection)');
+    return { role: config.ROLE, publisher: null, replica, close: () => replica.close() };
+  }
+  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, close: async () => {} };
+  const publisher = new KafkaPublisher({
+    ...common,
+    brokers,
+    fundingQueueAlarm: config.KAFKA_FUNDING_QUEUE_ALARM,
+    logger: logger.child({ component: 'kafka-publisher' }),
+    onRestoredFunding: (p) => {
+      cache.funding.add(p);
+    },
+  }).start(cache.updates$);
+  logger.info({ brokers, prefix: common.prefix, role: config.ROLE }, 'publishing to Kafka');
+  return {
+    role: config.ROLE,
+    publisher,
+    replica: null,
+    close: async (timeoutMs = 5000) => {
+      await publisher.close(timeoutMs);
+    },
+  };
+}
+
+/**
+ * The HTTP app of ROLE=calibrator: `/health` and `/ready` only (same handlers and error shape as the full API).
+ */
+export async function buildHealthApp(cache: MarketCache, logger?: FastifyServerOptions['loggerInstance'] | false): Promise<FastifyInstance> {
+  const app = Fastify({
+    ...(logger ? { loggerInstance: logger } : { logger: false }),
+    requestTimeout: 10_000,
+    return503OnClosing: true,
+  }).withTypeProvider<ZodTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  installErrorHandling(app);
+  await app.register(healthRoutes(cache));
+  return app;
+}
