@@ -18,8 +18,10 @@
  *    a >= floor - b sigma sqrt(1-rho^2) enforced by projection.
  * 3. Butterfly arbitrage: g(k) of Gatheral-Jacquier 2014 eq. (2.1) is checked on a k-grid; if it is
  *    negative anywhere, the LM is re-run with hinge penalty residuals on negative g (penalty weight
- *    raised ×10 up to four times) and the final fit is verified again; a remaining violation is
- *    reported (`butterflyFree: false`, `minG`), never hidden.
+ *    raised ×10 per round, at most 6 rounds; violating grid points join the penalty points) and the
+ *    final fit is verified again; a remaining violation is reported (`butterflyFree: false`, `minG`,
+ *    a warning), never hidden. With `options.calendarFloor` (the previous expiry's fit) the same
+ *    rounds also keep w(k) >= w_floor(k) (no calendar spread, Gatheral-Jacquier 2014 Lemma 2.1).
  * 4. Outliers (5-parameter mode, >= 10 quotes): the LM is re-run with a soft-L1 (pseudo-Huber)
  *    loss rho(r) = 2c^2 (sqrt(1 + (r/c)^2) - 1) on the weighted IV residuals, with the scale c =
  *    max(outlierSigmas · 1.4826·MAD of the least-squares residuals, floor) (MAD: Hampel et al.,
@@ -43,7 +45,6 @@ import {
   LEE_MAX_WING_SLOPE,
   butterflyArbitrageFree,
   defaultSviCheckGrid,
-  sviG,
   sviTotalVariance,
   type SviParams,
 } from './svi.js';
@@ -195,29 +196,15 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
   const minFull = Math.max(5, options.minQuotesFull ?? 7);
   const mode: SviFitMode = n === 1 ? 'flat' : n === 2 ? 'svi-2p' : n <= 4 ? 'svi-3p' : n < minFull ? 'svi-4p' : 'svi-5p';
 
-  const prep = (keep: boolean[]): Prepared => {
-    const idx: number[] = [];
-    keep.forEach((kp, j) => {
-      if (kp) idx.push(j);
-    });
-    const k = new Float64Array(idx.length);
-    const iv = new Float64Array(idx.length);
-    const v = new Float64Array(idx.length);
-    const om = new Float64Array(idx.length);
-    let sum = 0;
-    idx.forEach((j, t) => {
-      const q = (valid[j] as { q: SviQuote }).q;
-      k[t] = q.k;
-      iv[t] = q.iv;
-      v[t] = q.iv * q.iv;
-      om[t] = omegaAll[j] as number;
-      sum += om[t] as number;
-    });
-    for (let t = 0; t < om.length; t++) om[t] = ((om[t] as number) * om.length) / sum;
-    return { k, iv, v, omega: om, index: idx.map((j) => (valid[j] as { i: number }).i) };
+  let omegaSum = 0;
+  for (const w of omegaAll) omegaSum += w;
+  const all: Prepared = {
+    k: Float64Array.from(valid, (x) => x.q.k),
+    iv: Float64Array.from(valid, (x) => x.q.iv),
+    v: Float64Array.from(valid, (x) => x.q.iv * x.q.iv),
+    omega: Float64Array.from(omegaAll, (w) => (w * n) / omegaSum),
+    index: valid.map((x) => x.i),
   };
-
-  const all = prep(valid.map(() => true));
   const atmMarketIv = marketAtmIv(all);
 
   let params: SviParams;
@@ -245,7 +232,8 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
       let robustScale: number | null = null;
       if (mode === 'svi-5p' && data.k.length >= 10 && (options.robust ?? true)) {
         const res = residualsVolPts(p, data, T).map((e, t) => (e / 100) * Math.sqrt(data.omega[t] as number));
-        const mad = 1.4826 * median(res.map((e) => Math.abs(e - median(res))));
+        const med = median(res);
+        const mad = 1.4826 * median(res.map((e) => Math.abs(e - med)));
         robustScale = Math.max((options.outlierSigmas ?? 3) * mad, (options.outlierFloorVolPts ?? 0.5) / 100);
         const rb = polish(ctx, p, { lambda: 0, lossScale: robustScale });
         iterations += rb.iterations;
