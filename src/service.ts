@@ -16,6 +16,7 @@ import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
 import { buildApp } from './api/app.js';
 import { startPipelines } from '../streams/pipeline.js';
+import { CalibrationWorker } from '../streams/calibrationPool.js';
 import type { MarketFeed } from '../adapters/types.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import { ReplayFeed } from '../adapters/replay/replayFeed.js';
@@ -77,8 +78,10 @@ export async function startService(config: Config, logger: Logger, overrides: Se
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
   const seenPairs = new Set<string>();
+  const worker = new CalibrationWorker();
   const pipelines = startPipelines(events$, {
     cache,
+    fit: (view) => worker.fit(view),
     clock,
     throttleMs: config.CALIBRATION_THROTTLE_MS,
     logger: logger.child({ component: 'streams' }),
@@ -122,6 +125,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       await app.close();
       await Promise.all(feeds.map((f) => f.stop()));
       pipelines.unsubscribe();
+      await worker.close();
       cache.updates$.complete();
       if (simulator) await simulator.close();
     },

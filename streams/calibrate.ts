@@ -39,7 +39,27 @@ const MAX_IV = 5;
 /** Fits with at least this many quotes serve as the shape prior of sparse neighbours. */
 const FULL_FIT_QUOTES = 7;
 
-/** Outcome of one chain calibration. */
+/**
+ * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
+ * sends back and what {@link buildSnapshots} turns into immutable cache snapshots.
+ */
+export interface ChainFit {
+  readonly source: ChainView['source'];
+  readonly pair: ChainView['pair'];
+  readonly observationTimestamp: number;
+  /** Null when the chain has no spot yet (then nothing is built). */
+  readonly spot: number | null;
+  /** Listed forward points, sorted by T. */
+  readonly points: readonly ForwardPoint[];
+  /** Fitted expiries, sorted by T (may be empty). */
+  readonly slices: readonly ExpirySlice[];
+  /** Expiries skipped and why. */
+  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
+  /** Wall-clock milliseconds of the fit. */
+  readonly calibrationMs: number;
+}
+
+/** Outcome of one chain calibration, as the cache takes it. */
 export interface CalibrationResult {
   readonly source: ChainView['source'];
   readonly pair: ChainView['pair'];
@@ -122,30 +142,19 @@ export function forwardPoints(groups: readonly ExpiryGroup[], futures: readonly 
 }
 
 /**
- * Calibrate one chain view into a surface snapshot and a forward-curve snapshot.
- * @param view immutable chain state
- * @param sequence the snapshot sequence number to stamp
+ * Fit one chain view: per expiry raw SVI, plus the listed forward points. Pure and deterministic
+ * for a given view (apart from the measured durations); runs in the calibration worker.
  */
-export function calibrateChain(view: ChainView, sequence: number): CalibrationResult {
+export function fitChain(view: ChainView): ChainFit {
   const t0 = performance.now();
   const obs = view.observationTimestamp;
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
-  const groups = groupByExpiry(view.options, obs);
   const spot = view.spot;
   if (spot === null || !Number.isFinite(obs)) {
-    return { source: view.source, pair: view.pair, surface: null, forwardCurve: null, skipped, calibrationMs: performance.now() - t0 };
+    return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], slices: [], skipped, calibrationMs: performance.now() - t0 };
   }
+  const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
-  const curve = new ForwardCurve(spot, points);
-  const forwardCurve: ForwardCurveSnapshot = Object.freeze({
-    source: view.source,
-    pair: view.pair,
-    observationTimestamp: obs,
-    spot,
-    points: Object.freeze(points),
-    curve,
-    sequence,
-  });
 
   // Fit the well-populated expiries first; they shape the sparse ones.
   const eligible = groups.filter((g) => {
@@ -177,7 +186,7 @@ export function calibrateChain(view: ChainView, sequence: number): CalibrationRe
   };
   for (const g of full) fitOne(g);
   for (const g of sparse) {
-    // nearest fully fitted expiry in T
+    // shape prior: the nearest fully fitted expiry in T
     let best: { T: number; params: SviParams } | undefined;
     for (const f of full) {
       const r = fits.get(f.expirationTimestamp);
@@ -192,40 +201,64 @@ export function calibrateChain(view: ChainView, sequence: number): CalibrationRe
     const r = fits.get(g.expirationTimestamp);
     if (!r) continue;
     const { fit, ms } = r;
-    slices.push(
-      Object.freeze({
-        expirationTimestamp: g.expirationTimestamp,
-        T: g.T,
-        forward: g.forward,
-        params: Object.freeze({ ...fit.params }),
-        fit: Object.freeze({
-          rmseVolPts: fit.rmseVolPts,
-          maxErrorVolPts: fit.maxErrorVolPts,
-          quotesUsed: fit.quotesUsed,
-          butterflyFree: fit.butterflyFree,
-          method: fit.method,
-          calibrationMs: ms,
-        }),
-        quotes: Object.freeze(g.quotes),
-      }),
-    );
+    slices.push({
+      expirationTimestamp: g.expirationTimestamp,
+      T: g.T,
+      forward: g.forward,
+      params: { ...fit.params },
+      fit: {
+        rmseVolPts: fit.rmseVolPts,
+        maxErrorVolPts: fit.maxErrorVolPts,
+        quotesUsed: fit.quotesUsed,
+        butterflyFree: fit.butterflyFree,
+        method: fit.method,
+        calibrationMs: ms,
+      },
+      quotes: g.quotes,
+    });
   }
   slices.sort((a, b) => a.T - b.T);
-  const calibrationMs = performance.now() - t0;
+  return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, slices, skipped, calibrationMs: performance.now() - t0 };
+}
+
+/**
+ * Immutable cache snapshots from a fit: the VolSurface over the fitted slices and the
+ * ForwardCurve over the listed points (cheap: no fitting).
+ * @param fit a {@link ChainFit} (from {@link fitChain}, a worker, or a Kafka document)
+ * @param sequence the snapshot sequence number to stamp
+ */
+export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResult {
+  const { source, pair, spot, observationTimestamp: obs } = fit;
+  if (spot === null) {
+    return { source, pair, surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs };
+  }
+  const points = Object.freeze(fit.points.map((p) => Object.freeze({ ...p })));
+  const curve = new ForwardCurve(spot, points);
+  const forwardCurve: ForwardCurveSnapshot = Object.freeze({ source, pair, observationTimestamp: obs, spot, points, curve, sequence });
+  const slices = Object.freeze(
+    fit.slices.map((s) =>
+      Object.freeze({ ...s, params: Object.freeze({ ...s.params }), fit: Object.freeze({ ...s.fit }), quotes: Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))) }),
+    ),
+  );
   const surface: SurfaceSnapshot | null =
     slices.length === 0
       ? null
       : Object.freeze({
-          source: view.source,
-          pair: view.pair,
+          source,
+          pair,
           model: 'SVI' as const,
           observationTimestamp: obs,
           spot,
-          slices: Object.freeze(slices),
+          slices,
           surface: new VolSurface(slices.map((s) => ({ expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, params: s.params as unknown as SviParams }))),
           forwardCurve: curve,
-          calibrationMs,
+          calibrationMs: fit.calibrationMs,
           sequence,
         });
-  return { source: view.source, pair: view.pair, surface, forwardCurve, skipped, calibrationMs };
+  return { source, pair, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs };
+}
+
+/** Fit and build in one step, on the calling thread. */
+export function calibrateChain(view: ChainView, sequence: number): CalibrationResult {
+  return buildSnapshots(fitChain(view), sequence);
 }

@@ -5,7 +5,7 @@
  * events$ ─┬─ status  ──> cache.setFeedConnected
  *          ├─ funding ──> cache.addFunding (dedup by timestamp)
  *          └─ option | future | index ─ groupBy (source, pair) ─> ChainState (latest per instrument)
- *               ─ auditTime(throttleMs) ─ latestWins(calibrateChain) ─> cache (surface, forward curve)
+ *               ─ auditTime(throttleMs) ─ latestWins(fit: worker thread) ─ buildSnapshots ─> cache (surface, forward curve)
  * ```
  * Per (source, pair): at most one calibration in flight and the latest state wins
  * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: ../shared/design.md.
@@ -16,7 +16,8 @@ import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, Opt
 import { pairKey } from '../src/domain/markets.js';
 import type { MarketCache } from '../src/cache/marketCache.js';
 import { ChainState } from './chainState.js';
-import { calibrateChain, type CalibrationResult } from './calibrate.js';
+import { buildSnapshots, fitChain, type ChainFit, type CalibrationResult } from './calibrate.js';
+import type { ChainView } from './chainState.js';
 import { latestWins } from './operators.js';
 
 /** Minimal logger (pino-compatible). */
@@ -33,6 +34,11 @@ export interface PipelineOptions {
   /** Minimum ms between two calibrations of one (source, pair). */
   readonly throttleMs: number;
   readonly logger: PipelineLogger;
+  /**
+   * Fits a chain view; default {@link fitChain} on this thread. The service passes a worker
+   * thread's fit (streams/calibrationPool.ts) so that fitting never blocks REST.
+   */
+  readonly fit?: (view: ChainView) => ChainFit | Promise<ChainFit>;
   /** Called after each calibration (metrics, logs). */
   readonly onCalibrated?: (r: CalibrationResult) => void;
 }
@@ -48,6 +54,7 @@ function isChainEvent(e: MarketEvent): e is ChainEvent {
  */
 export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineOptions): Subscription {
   const { cache, clock, logger } = opts;
+  const fit = opts.fit ?? fitChain;
   const shared$ = events$.pipe(share());
   const subs = new Subscription();
 
@@ -87,15 +94,15 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
               return s.view();
             }),
             latestWins(
-              (view) => {
-                const key = group$.key;
-                const seq = (sequences.get(key) ?? 0) + 1;
-                sequences.set(key, seq);
-                return calibrateChain(view, seq);
-              },
+              (view) => fit(view),
               (err, view) =>
                 logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}` }, 'calibration failed; the last good surface stays'),
             ),
+            map((chainFit) => {
+              const seq = (sequences.get(group$.key) ?? 0) + 1;
+              sequences.set(group$.key, seq);
+              return buildSnapshots(chainFit, seq);
+            }),
           );
         }),
       )

@@ -13,6 +13,8 @@ import { forwardCurveRoutes } from './routes/forwardCurve.js';
 import { ivRoutes } from './routes/iv.js';
 import { vanillaRoutes } from './routes/vanilla.js';
 import { surfaceRoutes } from './routes/surface.js';
+import { euBarrierRoutes } from './routes/euBarrier.js';
+import { scenarioRoutes } from './routes/scenarios.js';
 
 export interface AppOptions {
   readonly cache: MarketCache;
@@ -36,6 +38,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
+  app.removeContentTypeParser('text/plain');
 
   const { cache } = opts;
   await app.register(healthRoutes(cache));
@@ -44,5 +48,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(forwardCurveRoutes(cache));
   await app.register(fundingRoutes(cache));
   await app.register(surfaceRoutes(cache));
+  await app.register(euBarrierRoutes(cache));
+  await app.register(scenarioRoutes(cache));
   return app;
 }

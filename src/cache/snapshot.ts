@@ -23,6 +23,10 @@ export interface ForwardCurveView {
   readonly spot: number;
   /** Forward for maturity T (years), quote currency. */
   forward(T: number): number;
+  /** Simple annualized basis (F/S - 1)/T of every listed point (spec section 7 `fixedYields`). */
+  fixedYields(): Array<{ expirationTimestamp: number; value: number }>;
+  /** The constant maturities 1D..12M from `observationTimestamp` (spec section 7 `constMatYields`). */
+  constMatYields(observationTimestamp: number): Array<{ expirationTimestamp: number; constMat: string; value: number }>;
 }
 
 /** One market quote used by a smile fit. */

@@ -14,7 +14,7 @@ function fakeSurface(obs: number): SurfaceSnapshot {
     spot: 100,
     slices: [],
     surface: { impliedVol: () => 0.5, totalVariance: () => 0.25 },
-    forwardCurve: { spot: 100, forward: () => 100 },
+    forwardCurve: { spot: 100, forward: () => 100, fixedYields: () => [], constMatYields: () => [] },
     calibrationMs: 1,
     sequence: 1,
   };

@@ -6,7 +6,6 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { PairQuery } from '../schemas.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
-import { fixedYields, constMatYields } from '../../quant/forwardCurve.js';
 
 export const forwardCurveRoutes =
   (cache: MarketCache): FastifyPluginAsyncZod =>
@@ -26,8 +25,8 @@ export const forwardCurveRoutes =
           baseCurrency: q.baseCurrency,
           quoteCurrency: q.quoteCurrency,
           source: q.source,
-          fixedYields: fixedYields(snap),
-          constMatYields: constMatYields(snap),
+          fixedYields: snap.curve.fixedYields(),
+          constMatYields: snap.curve.constMatYields(snap.observationTimestamp),
         };
       },
     );

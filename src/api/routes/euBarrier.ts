@@ -1,0 +1,101 @@
+/**
+ * POST /api/v1/global/optionValuation/euBarrier (interface-spec.md section 1): European barrier options
+ * (barrier observed at expiry) and European digitals on DERIBIT (XCHG_A) BTC/USD and ETH/USD, SVI only,
+ * priced by static replication on the calibrated smile of the item's expiry (src/quant/barrier.ts).
+ * Percent figures per unit of nominal: docs/conventions.md "European barrier".
+ *
+ * Validation (400 naming every bad item, decisions.md "Errors"): the spec's field table via the schema;
+ * source/pair/model outside DERIBIT BTC/USD, ETH/USD, SVI; strike and barrierType missing for CALL, PUT,
+ * FORWARD (ignored for digitals); expiry before now; an instrumentId used twice. 503 when the surface is
+ * missing or stale.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../../cache/marketCache.js';
+import { resolveSource, type Pair } from '../../domain/markets.js';
+import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
+import { expiryPoint } from '../market.js';
+import { assertServable, checkExpiry, checkModel, DetailCollector } from '../rules.js';
+import { EuBarrierBody } from '../scenarioSchemas.js';
+
+/** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
+export const EU_BARRIER_PAIRS: readonly Pair[] = [
+  { base: 'BTC', quote: 'USD' },
+  { base: 'ETH', quote: 'USD' },
+];
+
+/** Record a detail for every instrumentId used more than once (the spec: "unique ID"). */
+export function checkUniqueIds(errs: DetailCollector, ids: readonly string[], prefix: (i: number) => string): void {
+  const seen = new Map<string, number>();
+  ids.forEach((id, i) => {
+    const first = seen.get(id);
+    if (first === undefined) seen.set(id, i);
+    else errs.add(`${prefix(i)}instrumentId`, `Must be unique: ${JSON.stringify(id)} is also item ${first}`);
+  });
+}
+
+export const euBarrierRoutes =
+  (cache: MarketCache): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.post(
+      '/api/v1/global/optionValuation/euBarrier',
+      {
+        schema: {
+          summary: 'European barrier (observed at expiry) and digital options: percent price and Greeks, DERIBIT BTC/USD and ETH/USD, SVI (1 to 50 items)',
+          body: EuBarrierBody,
+        },
+      },
+      async (req) => {
+        const items = req.body;
+        const errs = new DetailCollector();
+        checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
+        items.forEach((it, i) => {
+          const prefix = `[${i}].`;
+          if (resolveSource(it.source) !== 'DERIBIT') {
+            errs.add(`${prefix}source`, `euBarrier supports only DERIBIT (XCHG_A), got ${it.source}`);
+          }
+          if (!EU_BARRIER_PAIRS.some((p) => p.base === it.baseCurrency && p.quote === it.quoteCurrency)) {
+            errs.add(`${prefix}baseCurrency`, `euBarrier supports only BTC/USD and ETH/USD, got ${it.baseCurrency}/${it.quoteCurrency}`);
+          }
+          if (it.volatilityModel !== 'SVI') {
+            errs.add(`${prefix}volatilityModel`, `euBarrier supports only SVI, got ${it.volatilityModel}`);
+          } else checkModel(errs, prefix, it.volatilityModel);
+          checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+          if (!isDigital(it.europeanBarrierOptionType)) {
+            if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${it.europeanBarrierOptionType}`);
+            if (it.barrierType === undefined) errs.add(`${prefix}barrierType`, `Required for ${it.europeanBarrierOptionType}`);
+          }
+        });
+        errs.throwIfAny('request');
+
+        return items.map((it) => {
+          const pair: Pair = { base: it.baseCurrency, quote: it.quoteCurrency };
+          assertServable(cache, 'DERIBIT', pair, 'SVI');
+          const snap = cache.getSurface('DERIBIT', pair, 'SVI')!;
+          const p = expiryPoint(snap, it.expirationTimestamp);
+          const digital = isDigital(it.europeanBarrierOptionType);
+          const r = valueEuBarrier({
+            F: p.forward,
+            T: p.T,
+            smile: p.vol,
+            type: it.europeanBarrierOptionType,
+            B: it.barrier,
+            ...(digital ? {} : { K: it.strike!, barrierType: it.barrierType! }),
+          });
+          return {
+            instrumentId: it.instrumentId,
+            observationTimestamp: p.observationTimestamp,
+            impliedVolatility: r.impliedVolatility,
+            spotPrice: p.spot,
+            forwardPrice: p.forward,
+            percentPrice: r.percentPrice,
+            percentDelta: r.percentDelta,
+            percentGamma: r.percentGamma,
+            percentVega: r.percentVega,
+            percentTheta: r.percentTheta,
+            percentVolga: r.percentVolga,
+            percentVanna: r.percentVanna,
+          };
+        });
+      },
+    );
+  };

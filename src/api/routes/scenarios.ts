@@ -1,0 +1,268 @@
+/**
+ * The three scenario endpoints (interface-spec.md section 5):
+ *   POST /api/v1/global/scenarios/riskScenarios          (5a: volUp = vol + volRangeUp, volDown = vol - volRangeDown)
+ *   POST /api/v1/global/scenarios/volRangeRiskScenarios  (5b: one vol scenario per element of volShifts)
+ *   POST /api/v1/global/scenarios/advancedRiskScenarios  (5c: Deribit portfolio-margin vol shock, volShock.ts)
+ * Portfolios of CALL, PUT, FORWARD, PERPETUAL and SPOT (1 to 100), each valued on its own source's market:
+ * options on the calibrated surface of (source, pair, volatilityModel) at the strike, forwards on the
+ * forward curve of (source, pair), with the instrument's priceMethod (advanced: the source's own method).
+ * Figures and market moves: src/quant/scenarios.ts and docs/conventions.md "Risk scenarios".
+ *
+ * PERPETUAL: its price is taken as the spot index (the cache holds no perpetual mark yet); it moves with the
+ * ladder like every forward. Validation: 400 naming every bad item (decisions.md "Errors"), 503 when a
+ * needed surface or forward curve is missing or stale.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../../cache/marketCache.js';
+import type { VolatilityModel } from '../../cache/snapshot.js';
+import type { Pair, Source } from '../../domain/markets.js';
+import { scenarioFigures, scenarioLadder, type ScenarioCell, type ScenarioPosition, type ScenarioRow } from '../../quant/scenarios.js';
+import { advancedVolShock, daysToExpiry, shiftedVol, type VolShockParams } from '../../quant/volShock.js';
+import { expiryPoint, SECONDS_PER_YEAR } from '../market.js';
+import {
+  assertServable,
+  checkExpiry,
+  checkModel,
+  DetailCollector,
+  resolveInverse,
+  resolvePair,
+  resolvePriceMethod,
+} from '../rules.js';
+import {
+  AdvancedScenariosBody,
+  RiskScenariosBody,
+  VolRangeScenariosBody,
+  type AdvancedScenarioInstrument,
+  type ScenarioInstrument,
+} from '../scenarioSchemas.js';
+import { checkUniqueIds } from './euBarrier.js';
+
+type AnyInstrument = ScenarioInstrument | AdvancedScenarioInstrument;
+
+/** An instrument resolved against the cache: its position, current vol and echo fields. */
+export interface ResolvedScenarioInstrument {
+  readonly position: ScenarioPosition;
+  /** Current smile vol at the strike (CALL/PUT); null otherwise. */
+  readonly volatility: number | null;
+  readonly observationTimestamp: number;
+  /** (expirationTimestamp - observationTimestamp) / 86400, fractional; 0 without an expiry. */
+  readonly daysToExpiry: number;
+  /** The instrument fields of the result (interface-spec.md 5 "Result instrument fields"). */
+  readonly echo: Record<string, unknown>;
+}
+
+const PREFIX = (i: number) => `riskScenarioInstruments[${i}].`;
+const isOption = (t: string) => t === 'CALL' || t === 'PUT';
+
+/**
+ * Validate every instrument (400 naming all bad items), then resolve each against the cache (503 when its
+ * market cannot be served). The priceMethod is the item's (OTC = DERIBIT) or, on advancedRiskScenarios where
+ * it is not a field, the source's own.
+ */
+export function resolveScenarioInstruments(cache: MarketCache, items: readonly AnyInstrument[]): ResolvedScenarioInstrument[] {
+  const errs = new DetailCollector();
+  checkUniqueIds(errs, items.map((it) => it.instrumentId), PREFIX);
+  const checked = items.map((it, i) => {
+    const prefix = PREFIX(i);
+    const type = it.instrumentType;
+    const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
+    if (isOption(type)) {
+      if (it.volatilityModel === undefined) errs.add(`${prefix}volatilityModel`, `Required for ${type}`);
+      else checkModel(errs, prefix, it.volatilityModel);
+      if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${type}`);
+    }
+    if (type !== 'SPOT') {
+      if (it.expirationTimestamp === undefined) errs.add(`${prefix}expirationTimestamp`, `Required for ${type}`);
+      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+    }
+    const inverse = r && type !== 'SPOT' ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
+    return { r, inverse };
+  });
+  errs.throwIfAny('request');
+
+  return items.map((it, i) => {
+    const { r, inverse } = checked[i]!;
+    const { source, pair } = r as { source: Source; pair: Pair };
+    const priceMethod = 'priceMethod' in it && typeof it.priceMethod === 'string' ? resolvePriceMethod(it.priceMethod) : source;
+    const type = it.instrumentType;
+    const base = {
+      instrumentId: it.instrumentId,
+      size: it.size,
+      baseCurrency: it.baseCurrency,
+      quoteCurrency: it.quoteCurrency,
+      source: it.source,
+      instrumentType: type,
+      inverse: type === 'SPOT' ? null : inverse,
+      volatilityModel: isOption(type) ? (it.volatilityModel as VolatilityModel) : null,
+      expirationTimestamp: type === 'SPOT' ? null : (it.expirationTimestamp as number),
+    };
+    if (isOption(type)) {
+      const model = it.volatilityModel as VolatilityModel;
+      assertServable(cache, source, pair, model);
+      const snap = cache.getSurface(source, pair, model)!;
+      const p = expiryPoint(snap, it.expirationTimestamp as number);
+      const K = it.strike as number;
+      const sigma = p.vol(K);
+      return {
+        position: { type, size: it.size, inverse, priceMethod, S: p.spot, F: p.forward, K, T: p.T },
+        volatility: sigma,
+        observationTimestamp: p.observationTimestamp,
+        daysToExpiry: Math.max(daysToExpiry(it.expirationTimestamp as number, p.observationTimestamp), 0),
+        echo: { ...base, observationTimestamp: p.observationTimestamp, strike: K, spotPrice: p.spot, forwardPrice: p.forward, volatility: sigma },
+      };
+    }
+    assertServable(cache, source, pair, null);
+    const curve = cache.getForwardCurve(source, pair)!;
+    const S = curve.spot;
+    const obs = curve.observationTimestamp;
+    let F = S;
+    let T = 0;
+    if (type === 'FORWARD') {
+      T = Math.max((it.expirationTimestamp as number) - obs, 0) / SECONDS_PER_YEAR;
+      F = curve.curve.forward(T);
+    }
+    const K = type === 'SPOT' ? undefined : (it.strike ?? F);
+    return {
+      position: { type, size: it.size, inverse, priceMethod, S, F, ...(K !== undefined ? { K } : {}), T },
+      volatility: null,
+      observationTimestamp: obs,
+      daysToExpiry: 0,
+      echo: {
+        ...base,
+        observationTimestamp: obs,
+        strike: K ?? null,
+        spotPrice: S,
+        forwardPrice: type === 'SPOT' ? null : F,
+        volatility: null,
+      },
+    };
+  });
+}
+
+/** instrumentPrice of the result: the price measure at the current market and vol; null for SPOT. */
+function instrumentPrice(res: ResolvedScenarioInstrument): number | null {
+  if (res.position.type === 'SPOT') return null;
+  return scenarioFigures(res.position, 0, res.volatility ?? 0).price;
+}
+
+/** Measures of 5a / 5c: field-name stems for the Up, Unch, Down variants. */
+const UP_UNCH_DOWN: ReadonlyArray<readonly [keyof ScenarioCell, string]> = [
+  ['price', 'priceVol'],
+  ['basePl', 'basePlVol'],
+  ['quotePl', 'quotePlVol'],
+  ['baseValue', 'baseValueVol'],
+  ['baseDelta', 'baseDelta'],
+  ['baseGamma', 'baseGamma'],
+  ['baseNetDelta', 'baseNetDelta'],
+  ['baseTheta', 'baseTheta'],
+  ['baseVega', 'baseVega'],
+  ['baseVolga', 'baseVolga'],
+  ['baseVanna', 'baseVanna'],
+];
+const VARIANTS = ['Up', 'Unch', 'Down'] as const;
+
+/** One scenario item of 5a / 5c from a row whose cells are [up, unch, down]. */
+function upUnchDownItem(row: ScenarioRow): Record<string, number> {
+  const out: Record<string, number> = { scenario: row.scenario, spotPrice: row.spotPrice, forwardPrice: row.forwardPrice };
+  for (const [field, stem] of UP_UNCH_DOWN) {
+    VARIANTS.forEach((v, j) => {
+      out[`${stem}${v}`] = row.cells[j]![field] as number;
+    });
+  }
+  return out;
+}
+
+/** Result of 5a / 5c for one instrument, given its volUp and volDown. */
+function upUnchDownResult(res: ResolvedScenarioInstrument, priceRange: number, steps: number, volUp: number, volDown: number) {
+  const sigma = res.volatility ?? 0;
+  const rows = scenarioLadder(res.position, priceRange, steps, [volUp, sigma, volDown], sigma);
+  return {
+    ...res.echo,
+    instrumentPrice: instrumentPrice(res),
+    volUp: res.volatility === null ? 0 : volUp,
+    volDown: res.volatility === null ? 0 : volDown,
+    riskScenarioItems: rows.map(upUnchDownItem),
+  };
+}
+
+/** Measures of 5b, each a map keyed by volScenario<n>. */
+const VOL_RANGE_MEASURES: ReadonlyArray<keyof ScenarioCell> = [
+  'price',
+  'basePl',
+  'quotePl',
+  'baseValue',
+  'baseDelta',
+  'baseNetDelta',
+  'baseGamma',
+  'baseTheta',
+  'baseVega',
+  'baseVolga',
+  'baseVanna',
+];
+
+export const scenarioRoutes =
+  (cache: MarketCache): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.post(
+      '/api/v1/global/scenarios/riskScenarios',
+      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', body: RiskScenariosBody } },
+      async (req) => {
+        const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
+        const resolved = resolveScenarioInstruments(cache, items);
+        return {
+          riskScenarioInstrumentResults: resolved.map((res) => {
+            const sigma = res.volatility ?? 0;
+            return upUnchDownResult(res, prm.priceRange, prm.priceRangeSteps, shiftedVol(sigma, prm.volRangeUp), shiftedVol(sigma, -prm.volRangeDown));
+          }),
+        };
+      },
+    );
+
+    app.post(
+      '/api/v1/global/scenarios/volRangeRiskScenarios',
+      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', body: VolRangeScenariosBody } },
+      async (req) => {
+        const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
+        const resolved = resolveScenarioInstruments(cache, items);
+        const names = prm.volShifts.map((_, n) => `volScenario${n}`);
+        return {
+          riskScenarioInstrumentResults: resolved.map((res) => {
+            const sigma = res.volatility ?? 0;
+            const vols = prm.volShifts.map((x) => (res.volatility === null ? 0 : shiftedVol(sigma, x)));
+            const rows = scenarioLadder(res.position, prm.priceRange, prm.priceRangeSteps, vols, sigma);
+            return {
+              ...res.echo,
+              instrumentPrice: instrumentPrice(res),
+              volScenarios: Object.fromEntries(names.map((nm, n) => [nm, vols[n]!])),
+              riskScenarioItems: rows.map((row) => {
+                const out: Record<string, unknown> = { scenario: row.scenario, spotPrice: row.spotPrice, forwardPrice: row.forwardPrice };
+                for (const m of VOL_RANGE_MEASURES) out[m] = Object.fromEntries(names.map((nm, n) => [nm, row.cells[n]![m]]));
+                return out;
+              }),
+            };
+          }),
+        };
+      },
+    );
+
+    app.post(
+      '/api/v1/global/scenarios/advancedRiskScenarios',
+      {
+        schema: {
+          summary: 'Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to 100 instruments)',
+          body: AdvancedScenariosBody,
+        },
+      },
+      async (req) => {
+        const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
+        const resolved = resolveScenarioInstruments(cache, items);
+        const shock: VolShockParams = prm;
+        return {
+          riskScenarioInstrumentResults: resolved.map((res) => {
+            const { volUp, volDown } = advancedVolShock(res.volatility ?? 0, res.daysToExpiry, shock);
+            return upUnchDownResult(res, prm.priceRange, prm.priceRangeSteps, volUp, volDown);
+          }),
+        };
+      },
+    );
+  };

@@ -1,0 +1,75 @@
+/**
+ * POST /api/v1/global/optionValuation/vanilla (spec section 2): value and Greeks of CALL, PUT and
+ * FORWARD in base currency, on the calibrated surface of `source` at the item's expiry, priced by
+ * src/quant/vanilla.ts under the item's priceMethod (OTC = DERIBIT). Conventions: docs/conventions.md.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { MarketCache } from '../../cache/marketCache.js';
+import { valueVanilla } from '../../quant/vanilla.js';
+import type { Pair, Source } from '../../domain/markets.js';
+import { VanillaBody } from '../schemas.js';
+import { expiryPoint } from '../market.js';
+import {
+  assertServable,
+  checkExpiry,
+  checkModel,
+  DetailCollector,
+  resolveInverse,
+  resolvePair,
+  resolvePriceMethod,
+} from '../rules.js';
+
+export const vanillaRoutes =
+  (cache: MarketCache): FastifyPluginAsyncZod =>
+  async (app) => {
+    app.post(
+      '/api/v1/global/optionValuation/vanilla',
+      { schema: { summary: 'Vanilla option / forward value and Greeks in base currency (1 to 50 items)', body: VanillaBody } },
+      async (req) => {
+        const items = req.body;
+        const errs = new DetailCollector();
+        const resolved = items.map((it, i) => {
+          const prefix = `[${i}].`;
+          const type = it.vanillaOptionType ?? 'FORWARD';
+          const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
+          checkModel(errs, prefix, it.volatilityModel);
+          checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+          if ((type === 'CALL' || type === 'PUT') && it.strike === undefined) {
+            errs.add(`${prefix}strike`, `Required for ${type}`);
+          }
+          const inverse = r ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
+          return { r, type, inverse };
+        });
+        errs.throwIfAny('request');
+
+        return items.map((it, i) => {
+          const { r, type, inverse } = resolved[i]!;
+          const { source, pair } = r as { source: Source; pair: Pair };
+          assertServable(cache, source, pair, it.volatilityModel);
+          const snap = cache.getSurface(source, pair, it.volatilityModel)!;
+          const p = expiryPoint(snap, it.expirationTimestamp);
+          const volStrike = it.strike ?? p.forward;
+          const sigma = p.vol(volStrike);
+          const v = valueVanilla({
+            F: p.forward,
+            S: p.spot,
+            ...(it.strike !== undefined ? { K: it.strike } : {}),
+            T: p.T,
+            sigma,
+            type,
+            inverse,
+            priceMethod: resolvePriceMethod(it.priceMethod),
+            amount: it.amount,
+          });
+          return {
+            instrumentId: it.instrumentId,
+            observationTimestamp: p.observationTimestamp,
+            impliedVolatility: sigma,
+            spotPrice: p.spot,
+            forwardPrice: p.forward,
+            ...v,
+          };
+        });
+      },
+    );
+  };

@@ -1,0 +1,131 @@
+/**
+ * Request schemas of the euBarrier endpoint (interface-spec.md section 1) and of the three scenario
+ * endpoints (section 5), with the limits decisions.md "Limits the spec leaves open" sets:
+ * priceRangeSteps integer 1..50, 0 < priceRange < 1, volRangeUp / volRangeDown 0..5, volShifts 1..16
+ * numbers in -5..5, minVolForShockUp 0..5, vega powers 0..5, every listed member required.
+ * Shape and per-field rules live here; rules that need the market, the clock or another field (supported
+ * pair, expiry >= now, strike required by type, inverse flag) are checked in the routes with rules.ts.
+ */
+import { z } from 'zod';
+import { BaseCurrencyValue, PriceMethodValue, QuoteCurrencyValue, SourceValue, VolatilityModelValue } from './schemas.js';
+
+const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
+const positive = z.number().finite().gt(0, 'Must be > 0');
+const timestampS = z.number().finite().nonnegative('Must be a Unix time in seconds');
+
+/** Batch of 1..max items. */
+function batch<T extends z.ZodType>(item: T, max: number) {
+  return z.array(item).min(1, `Must hold 1 to ${max} items`).max(max, `Must hold 1 to ${max} items`);
+}
+
+/** A number in [lo, hi] with one message naming the range. */
+function between(lo: number, hi: number) {
+  const msg = `Must be a number from ${lo} to ${hi}`;
+  return z.number(msg).finite(msg).min(lo, msg).max(hi, msg);
+}
+
+/** europeanBarrierOptionType values (interface-spec.md). */
+export const EuBarrierOptionTypeValue = z.enum(['CALL', 'PUT', 'FORWARD', 'DIGITAL_CALL', 'DIGITAL_PUT']);
+/** barrierType values (interface-spec.md). */
+export const BarrierTypeValue = z.enum(['UP_AND_OUT', 'DOWN_AND_OUT', 'UP_AND_IN', 'DOWN_AND_IN']);
+/** instrumentType values of the scenario endpoints (interface-spec.md). */
+export const ScenarioInstrumentTypeValue = z.enum(['CALL', 'PUT', 'FORWARD', 'PERPETUAL', 'SPOT']);
+
+/**
+ * POST /api/v1/global/optionValuation/euBarrier item (spec section 1). The enums are the service-wide
+ * ones so that an unsupported source, pair or model gets the route's clear 400 ("euBarrier supports only
+ * DERIBIT BTC/USD and ETH/USD, SVI"), not a bare enum error. strike and barrierType are required except for
+ * digitals (checked in the route).
+ */
+export const EuBarrierItem = z.object({
+  instrumentId,
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  source: SourceValue,
+  volatilityModel: VolatilityModelValue,
+  europeanBarrierOptionType: EuBarrierOptionTypeValue,
+  expirationTimestamp: timestampS,
+  strike: positive.optional(),
+  barrierType: BarrierTypeValue.optional(),
+  barrier: positive,
+});
+export type EuBarrierItem = z.infer<typeof EuBarrierItem>;
+export const EuBarrierBody = batch(EuBarrierItem, 50);
+
+/** Instrument fields shared by the three scenario endpoints (spec section 5, "Request instrument fields"). */
+const scenarioInstrumentFields = {
+  instrumentId,
+  /** Position size, base-currency units; positive LONG, negative SHORT. */
+  size: z.number('Must be a number').finite('Must be a finite number'),
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  source: SourceValue,
+  instrumentType: ScenarioInstrumentTypeValue,
+  inverse: z.boolean().optional(),
+  volatilityModel: VolatilityModelValue.optional(),
+  expirationTimestamp: timestampS.optional(),
+  strike: positive.optional(),
+};
+
+/** Instrument of riskScenarios and volRangeRiskScenarios (priceMethod required). */
+export const ScenarioInstrument = z.object({ ...scenarioInstrumentFields, priceMethod: PriceMethodValue });
+export type ScenarioInstrument = z.infer<typeof ScenarioInstrument>;
+
+/** Instrument of advancedRiskScenarios: priceMethod is not a field (the source's own method is used). */
+export const AdvancedScenarioInstrument = z.object({
+  ...scenarioInstrumentFields,
+  priceMethod: z
+    .undefined('Not a field of advancedRiskScenarios: each instrument is valued with its source\'s own method')
+    .optional(),
+});
+export type AdvancedScenarioInstrument = z.infer<typeof AdvancedScenarioInstrument>;
+
+const ladder = {
+  priceRangeSteps: z
+    .number('Must be an integer from 1 to 50')
+    .int('Must be an integer from 1 to 50')
+    .min(1, 'Must be an integer from 1 to 50')
+    .max(50, 'Must be an integer from 1 to 50'),
+  priceRange: z
+    .number('Must be a number with 0 < priceRange < 1')
+    .finite('Must be a number with 0 < priceRange < 1')
+    .gt(0, 'Must be a number with 0 < priceRange < 1')
+    .lt(1, 'Must be a number with 0 < priceRange < 1'),
+};
+
+/** riskScenarioParameters of riskScenarios (spec 5a). */
+export const RiskScenarioParameters = z.object({
+  ...ladder,
+  volRangeUp: between(0, 5),
+  volRangeDown: between(0, 5),
+});
+
+/** riskScenarioParameters of volRangeRiskScenarios (spec 5b). */
+export const VolRangeScenarioParameters = z.object({
+  ...ladder,
+  volShifts: z
+    .array(between(-5, 5), 'Must be an array of 1 to 16 numbers')
+    .min(1, 'Must hold 1 to 16 shifts')
+    .max(16, 'Must hold 1 to 16 shifts'),
+});
+
+/** riskScenarioParameters of advancedRiskScenarios (spec 5c). */
+export const AdvancedScenarioParameters = z.object({
+  ...ladder,
+  volRangeUp: between(0, 5),
+  volRangeDown: between(0, 5),
+  minVolForShockUp: between(0, 5),
+  shortTermVegaPower: between(0, 5),
+  longTermVegaPower: between(0, 5),
+});
+
+function scenarioBody<I extends z.ZodType, P extends z.ZodType>(instrument: I, params: P) {
+  return z.object({
+    riskScenarioInstruments: batch(instrument, 100),
+    riskScenarioParameters: params,
+  });
+}
+
+export const RiskScenariosBody = scenarioBody(ScenarioInstrument, RiskScenarioParameters);
+export const VolRangeScenariosBody = scenarioBody(ScenarioInstrument, VolRangeScenarioParameters);
+export const AdvancedScenariosBody = scenarioBody(AdvancedScenarioInstrument, AdvancedScenarioParameters);

@@ -1,0 +1,66 @@
+/**
+ * A worker thread that fits chains (streams/calibrationWorker.ts) off the main thread.
+ *
+ * Requests are answered in order; a worker that dies fails its pending requests with an error
+ * and is restarted on the next request. The pipeline's `latestWins` keeps at most one request in
+ * flight per (source, pair).
+ */
+import { Worker } from 'node:worker_threads';
+import type { ChainFit } from './calibrate.js';
+import type { ChainView } from './chainState.js';
+
+interface Pending {
+  resolve: (fit: ChainFit) => void;
+  reject: (err: Error) => void;
+}
+
+export class CalibrationWorker {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private closed = false;
+
+  private spawn(): Worker {
+    const w = new Worker(new URL('./workerBoot.mjs', import.meta.url), {
+      workerData: { entry: new URL('./calibrationWorker.ts', import.meta.url).href },
+      name: 'calibration',
+    });
+    w.on('message', (msg: { id: number; fit?: ChainFit; error?: string }) => {
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (msg.fit) p.resolve(msg.fit);
+      else p.reject(new Error(msg.error ?? 'calibration worker error'));
+    });
+    const fail = (err: Error): void => {
+      if (this.worker === w) this.worker = null;
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
+    w.on('error', fail);
+    w.on('exit', (code) => fail(new Error(`calibration worker exited with code ${code}`)));
+    return w;
+  }
+
+  /**
+   * Fit `view` in the worker.
+   * @throws Error (rejected promise) when the worker fails or the pool is closed
+   */
+  fit(view: ChainView): Promise<ChainFit> {
+    if (this.closed) return Promise.reject(new Error('calibration worker closed'));
+    this.worker ??= this.spawn();
+    const id = this.nextId++;
+    return new Promise<ChainFit>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker!.postMessage({ id, view });
+    });
+  }
+
+  /** Stop the worker; pending requests are rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const w = this.worker;
+    this.worker = null;
+    if (w) await w.terminate();
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Start the whole service in-process for integration tests: config from a partial env, silent
+ * logs, port 0 (any free port), the embedded simulator on 127.0.0.1.
+ */
+import { pino } from 'pino';
+import { loadConfig } from '../../src/config.js';
+import { startService, type RunningService, type ServiceOverrides } from '../../src/service.js';
+
+export async function startTestService(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<RunningService> {
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', ...env });
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
+  return startService(config, logger, overrides);
+}
+
+/** Poll `check` every `everyMs` until it returns a truthy value or `timeoutMs` passes. */
+export async function waitFor<T>(check: () => T | Promise<T>, timeoutMs: number, what: string, everyMs = 100): Promise<NonNullable<T>> {
+  const until = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v) return v as NonNullable<T>;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** fetch JSON helper: returns status and parsed body. */
+export async function http(method: 'GET' | 'POST', url: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    /* not JSON */
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}
