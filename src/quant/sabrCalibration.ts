@@ -66,8 +66,8 @@ export interface SabrCalibrationOptions {
   /** Floor of relative vega weights, default 0.03 (calibrateSvi uses 0.1): Deribit's far-wing marks are
    * flat plateaus with jumps (e.g. 86.40 % for every 29MAY26 put from 54000 to 58000, then 90-114 %),
    * which 3 SABR parameters cannot follow; a 0.03 floor keeps them from dragging the near-the-money fit
-   * (measured on the recorded chains: RMSE inside the 10-delta strikes at most 1.1 vol pts with 0.03,
-   * 1.6 with 0.1). */
+   * (measured on the two 2026 recorded chains: RMSE over the quotes between the 10-delta strikes at most
+   * 1.1 vol pts with 0.03, 1.6 with 0.1; on the 2020 chain's 26-hour expiry 2.9 vs 5.1). */
   readonly vegaFloor?: number;
   /** Floor of the bid-ask IV spread (fraction) for `spread` weights, default 0.005. */
   readonly minSpread?: number;
