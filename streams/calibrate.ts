@@ -11,8 +11,9 @@
  *   quote of that expiry; futures supply forwards of expiries without options;
  * - quotes used: one per strike, the out-of-the-money side (put below the forward, call at or
  *   above it), mark IV within (0.01, 5); bid/ask IVs passed for spread weighting;
- * - sparse expiries are fitted with fewer free parameters, shaped by the nearest fully fitted
- *   expiry (the calibrator's `prior`).
+ * - expiries are fitted in increasing T, each kept above the previous one in total variance
+ *   (calendar floor) and sparse ones shaped by the last full fit (calibrateSviSurface,
+ *   Gatheral-Jacquier 2014 sec. 5).
  */
 import { performance } from 'node:perf_hooks';
 import type { FutureQuote, OptionQuote } from '../src/domain/events.js';
@@ -23,7 +24,7 @@ import type {
   SmileQuote,
   SurfaceSnapshot,
 } from '../src/cache/snapshot.js';
-import { calibrateSvi, type SviCalibrationResult } from '../src/quant/sviCalibration.js';
+import { calibrateSviSurface } from '../src/quant/sviCalibration.js';
 import type { SviParams } from '../src/quant/svi.js';
 import { VolSurface } from '../src/quant/surface.js';
 import { ForwardCurve } from '../src/quant/forwardCurve.js';
@@ -36,8 +37,6 @@ export const MIN_EXPIRY_SECONDS = 3600;
 /** Mark IVs outside this range are not quotes (Deribit prints 0 or absurd values on dead strikes). */
 const MIN_IV = 0.01;
 const MAX_IV = 5;
-/** Fits with at least this many quotes serve as the shape prior of sparse neighbours. */
-const FULL_FIT_QUOTES = 7;
 
 /**
  * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
@@ -57,6 +56,8 @@ export interface ChainFit {
   readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
   /** Wall-clock milliseconds of the fit. */
   readonly calibrationMs: number;
+  /** Version of the chain state the fit was made from ({@link ChainView.version}). */
+  readonly version: number;
 }
 
 /** Outcome of one chain calibration, as the cache takes it. */
@@ -70,6 +71,8 @@ export interface CalibrationResult {
   /** Expiries skipped and why. */
   readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
   readonly calibrationMs: number;
+  /** Version of the chain state calibrated. */
+  readonly version: number;
 }
 
 interface ExpiryGroup {
@@ -151,12 +154,11 @@ export function fitChain(view: ChainView): ChainFit {
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
   const spot = view.spot;
   if (spot === null || !Number.isFinite(obs)) {
-    return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], slices: [], skipped, calibrationMs: performance.now() - t0 };
+    return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], slices: [], skipped, calibrationMs: performance.now() - t0, version: view.version };
   }
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
 
-  // Fit the well-populated expiries first; they shape the sparse ones.
   const eligible = groups.filter((g) => {
     if (g.T * YEAR_S < MIN_EXPIRY_SECONDS) {
       skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: 'expires within the hour' });
@@ -168,57 +170,35 @@ export function fitChain(view: ChainView): ChainFit {
     }
     return true;
   });
-  const fits = new Map<number, { fit: SviCalibrationResult; ms: number }>();
-  const full = eligible.filter((g) => g.quotes.length >= FULL_FIT_QUOTES);
-  const sparse = eligible.filter((g) => g.quotes.length < FULL_FIT_QUOTES);
-  const fitOne = (g: ExpiryGroup, prior?: SviParams): void => {
-    const s0 = performance.now();
-    try {
-      const fit = calibrateSvi(
-        g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv })),
-        g.T,
-        prior ? { prior } : {},
-      );
-      fits.set(g.expirationTimestamp, { fit, ms: performance.now() - s0 });
-    } catch (err) {
-      skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: `fit failed: ${(err as Error).message}` });
-    }
-  };
-  for (const g of full) fitOne(g);
-  for (const g of sparse) {
-    // shape prior: the nearest fully fitted expiry in T
-    let best: { T: number; params: SviParams } | undefined;
-    for (const f of full) {
-      const r = fits.get(f.expirationTimestamp);
-      if (!r) continue;
-      if (!best || Math.abs(f.T - g.T) < Math.abs(best.T - g.T)) best = { T: f.T, params: r.fit.params };
-    }
-    fitOne(g, best?.params);
-  }
-
-  const slices: ExpirySlice[] = [];
-  for (const g of eligible) {
-    const r = fits.get(g.expirationTimestamp);
-    if (!r) continue;
-    const { fit, ms } = r;
-    slices.push({
+  const fitStart = performance.now();
+  const surfaceFit = calibrateSviSurface(
+    eligible.map((g) => ({
       expirationTimestamp: g.expirationTimestamp,
       T: g.T,
       forward: g.forward,
-      params: { ...fit.params },
-      fit: {
-        rmseVolPts: fit.rmseVolPts,
-        maxErrorVolPts: fit.maxErrorVolPts,
-        quotesUsed: fit.quotesUsed,
-        butterflyFree: fit.butterflyFree,
-        method: fit.method,
-        calibrationMs: ms,
-      },
-      quotes: g.quotes,
-    });
-  }
+      quotes: g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv })),
+    })),
+  );
+  const fitMs = performance.now() - fitStart;
+  for (const sk of surfaceFit.skipped) skipped.push({ expirationTimestamp: sk.expirationTimestamp, reason: `fit failed: ${sk.reason}` });
+  const byExpiry = new Map(eligible.map((g) => [g.expirationTimestamp, g]));
+  const slices: ExpirySlice[] = surfaceFit.fits.map((fit) => ({
+    expirationTimestamp: fit.expirationTimestamp,
+    T: fit.T,
+    forward: fit.forward,
+    params: { ...fit.params },
+    fit: {
+      rmseVolPts: fit.rmseVolPts,
+      maxErrorVolPts: fit.maxErrorVolPts,
+      quotesUsed: fit.quotesUsed,
+      butterflyFree: fit.butterflyFree,
+      method: fit.method,
+      calibrationMs: fitMs,
+    },
+    quotes: byExpiry.get(fit.expirationTimestamp)!.quotes,
+  }));
   slices.sort((a, b) => a.T - b.T);
-  return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, slices, skipped, calibrationMs: performance.now() - t0 };
+  return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, slices, skipped, calibrationMs: performance.now() - t0, version: view.version };
 }
 
 /**
@@ -230,7 +210,7 @@ export function fitChain(view: ChainView): ChainFit {
 export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResult {
   const { source, pair, spot, observationTimestamp: obs } = fit;
   if (spot === null) {
-    return { source, pair, surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs };
+    return { source, pair, surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
   }
   const points = Object.freeze(fit.points.map((p) => Object.freeze({ ...p })));
   const curve = new ForwardCurve(spot, points);
@@ -255,7 +235,7 @@ export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResu
           calibrationMs: fit.calibrationMs,
           sequence,
         });
-  return { source, pair, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs };
+  return { source, pair, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
 }
 
 /** Fit and build in one step, on the calling thread. */

@@ -16,6 +16,8 @@ export interface ChainView {
   readonly spot: number | null;
   readonly options: readonly OptionQuote[];
   readonly futures: readonly FutureQuote[];
+  /** The chain state's version (count of applied changes) this view was taken at. */
+  readonly version: number;
 }
 
 export class ChainState {
@@ -95,6 +97,7 @@ export class ChainState {
       spot: this.indexPrice,
       options: Object.freeze([...this.options.values()]),
       futures: Object.freeze([...this.futures.values()]),
+      version: this.version,
     });
   }
 

@@ -49,10 +49,21 @@ function isChainEvent(e: MarketEvent): e is ChainEvent {
   return e.kind === 'option' || e.kind === 'future' || e.kind === 'index';
 }
 
+/** Running pipelines. */
+export interface Pipelines {
+  /** Unsubscribe to stop them. */
+  readonly subscription: Subscription;
+  /**
+   * True when every (source, pair) chain state seen so far has been calibrated at its latest
+   * version (nothing pending or in flight). Replay uses it to know the final state is served.
+   */
+  isSettled(): boolean;
+}
+
 /**
- * Subscribe the pipelines to `events$`. Unsubscribing the returned subscription stops them.
+ * Subscribe the pipelines to `events$`.
  */
-export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineOptions): Subscription {
+export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineOptions): Pipelines {
   const { cache, clock, logger } = opts;
   const fit = opts.fit ?? fitChain;
   const shared$ = events$.pipe(share());
@@ -73,6 +84,8 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
   );
 
   const sequences = new Map<string, number>();
+  const states = new Map<string, ChainState>();
+  const calibratedVersion = new Map<string, number>();
   subs.add(
     shared$
       .pipe(
@@ -82,7 +95,10 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
           let state: ChainState | null = null;
           return group$.pipe(
             filter((e) => {
-              state ??= new ChainState(e.source, { base: e.base, quote: e.quote });
+              if (!state) {
+                state = new ChainState(e.source, { base: e.base, quote: e.quote });
+                states.set(group$.key, state);
+              }
               const changed = state.apply(e);
               if (changed) cache.touch(e.source, { base: e.base, quote: e.quote }, e.receivedAt);
               return changed;
@@ -95,13 +111,18 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             }),
             latestWins(
               (view) => fit(view),
-              (err, view) =>
-                logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}` }, 'calibration failed; the last good surface stays'),
+              (err, view) => {
+                // a failed run still counts as done for that version: the last good surface stays
+                calibratedVersion.set(group$.key, view.version);
+                logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}` }, 'calibration failed; the last good surface stays');
+              },
             ),
             map((chainFit) => {
               const seq = (sequences.get(group$.key) ?? 0) + 1;
               sequences.set(group$.key, seq);
-              return buildSnapshots(chainFit, seq);
+              const result = buildSnapshots(chainFit, seq);
+              calibratedVersion.set(group$.key, chainFit.version);
+              return result;
             }),
           );
         }),
@@ -112,5 +133,11 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
         opts.onCalibrated?.(r);
       }),
   );
-  return subs;
+  return {
+    subscription: subs,
+    isSettled: () => {
+      for (const [key, st] of states) if ((calibratedVersion.get(key) ?? -1) < st.version) return false;
+      return true;
+    },
+  };
 }

@@ -52,6 +52,10 @@ export interface FitDiagnostics {
   readonly butterflyFree: boolean;
   /** How the fit was done (e.g. `raw-svi`, `flat` for a single quote). */
   readonly method: string;
+  /**
+   * Milliseconds of the surface fit this slice belongs to (slices are fitted in sequence, each
+   * constrained by the previous one, so the time is the surface's).
+   */
   readonly calibrationMs: number;
 }
 

@@ -23,14 +23,8 @@ async function replay(file: string): Promise<RunningService> {
   running.push(svc);
   await svc.replayDone;
   await waitFor(async () => (await http('GET', `${svc.url}/ready`)).status === 200, 20_000, 'replay ready');
-  // settle: the last calibration runs on the final state; wait until the sequence stops moving
-  let last = '';
-  await waitFor(async () => {
-    const seqs = svc.cache.allSurfaces().map((s) => `${s.pair.base}:${s.sequence}`).join(',');
-    const stable = seqs === last;
-    last = seqs;
-    return stable;
-  }, 10_000, 'calibration settled', 400);
+  // the final chain state (every recorded message) is calibrated and served
+  await waitFor(() => svc.settled(), 20_000, 'calibration settled', 50);
   return svc;
 }
 
