@@ -21,6 +21,7 @@ import type { MarketFeed } from '../adapters/types.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import { ReplayFeed } from '../adapters/replay/replayFeed.js';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
+import { buildHealthApp, startKafkaRole, type KafkaWiring } from './publish/wiring.js';
 
 /** A running service. */
 export interface RunningService {
@@ -36,6 +37,10 @@ export interface RunningService {
   readonly simulator: Awaited<ReturnType<typeof startDeribitSimulator>> | null;
   /** Resolves when the replay file has been read completely (replay mode). */
   readonly replayDone: Promise<void> | null;
+  /** True when every chain state received so far has been calibrated at its latest version. */
+  settled(): boolean;
+  /** Kafka publisher (ROLE all/calibrator with KAFKA_BROKERS) or replica (ROLE=api); docs/events.md. */
+  readonly kafka: KafkaWiring;
   /** Graceful stop: HTTP first, then feeds, then the simulator. */
   stop(): Promise<void>;
 }
@@ -58,13 +63,17 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   const clock: Clock = replay ? new MarketClock() : systemClock;
   const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : DERIBIT_PAIRS.map((pair) => ({ source: 'DERIBIT' as const, pair }));
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
+  // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
+  const kafka = startKafkaRole(config, cache, logger);
 
   let simulator: RunningService['simulator'] = null;
   const feeds: MarketFeed[] = [];
   let replayDone: Promise<void> | null = null;
   const feedLogger = logger.child({ component: 'feed' });
 
-  if (config.MARKET_SOURCE === 'simulated') {
+  if (config.ROLE === 'api') {
+    // No exchange connection: the cache is filled from Kafka.
+  } else if (config.MARKET_SOURCE === 'simulated') {
     simulator = await startDeribitSimulator({ port: overrides.simulatorPort ?? 0, host: '127.0.0.1', seed: config.SIM_SEED, ...overrides.simulator });
     logger.info({ url: simulator.url }, 'simulated Deribit exchange listening');
     feeds.push(new DeribitFeed({ url: simulator.url, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
@@ -101,7 +110,10 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     },
   });
 
-  const app = await buildApp({ cache, logger: logger.child({ component: 'http' }) });
+  const app =
+    config.ROLE === 'calibrator'
+      ? await buildHealthApp(cache, logger.child({ component: 'http' }))
+      : await buildApp({ cache, logger: logger.child({ component: 'http' }) });
   await app.listen({ port: config.PORT, host: config.HOST });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
@@ -119,13 +131,16 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     simulatorUrl: simulator?.url ?? null,
     simulator,
     replayDone,
+    settled: () => pipelines.isSettled(),
+    kafka,
     async stop() {
       if (stopped) return;
       stopped = true;
       await app.close();
       await Promise.all(feeds.map((f) => f.stop()));
-      pipelines.unsubscribe();
+      pipelines.subscription.unsubscribe();
       await worker.close();
+      await kafka.close();
       cache.updates$.complete();
       if (simulator) await simulator.close();
     },
