@@ -37,7 +37,7 @@ function dropKind(r: NormalizeResult): string {
 const btcIndex = (lines('tardis-xperp-index-and-funding-2026-08-04.jsonl')[0] as { message: unknown }).message;
 
 describe('opt-summary -> OptionQuote', () => {
-  const push = docs['ws opt-summary push'];
+  const push = docs['ws opt-summary push'] as Record<string, unknown>;
 
   it('docs push: exact numbers, bidVol "0" -> null, BS Greeks kept, index from the family index', () => {
     const n = new OkxNormalizer();
