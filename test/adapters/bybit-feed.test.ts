@@ -237,6 +237,21 @@ describe('BybitFeed on a fake Bybit (127.0.0.1)', () => {
     expect(f.stats().dropped).toEqual({});
   });
 
+  it('also shards by topic characters (here 100 per socket instead of 21,000)', async () => {
+    const fake = await fakeBybit();
+    const { f } = feed(fake, { maxOptionArgsPerConnection: 2000, maxArgsCharsPerConnection: 100 });
+    f.start();
+    await until(() => f.stats().connected && f.diagnostics().connections.every((c) => c.sent.length === c.topics));
+    const opt = f.diagnostics().connections.filter((c) => c.kind === 'option');
+    for (const c of opt) {
+      expect(c.chars).toBeLessThanOrEqual(100);
+      expect(c.sent.reduce((n, t) => n + t.length, 0)).toBe(c.chars);
+    }
+    // 18 topics of 24-29 characters: 3 per socket
+    expect(opt.map((c) => c.topics)).toEqual([3, 3, 3, 3, 3, 3]);
+    expect(opt.flatMap((c) => c.sent).sort()).toEqual(OPTION_SYMBOLS.map((s) => `tickers.${s}`).sort());
+  });
+
   it('sends {"op":"ping"} on every socket and counts both pong formats', async () => {
     const fake = await fakeBybit();
     const { f } = feed(fake, { pingIntervalMs: 80 });
