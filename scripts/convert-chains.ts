@@ -5,7 +5,7 @@
  * implied_vol is multiplied back to Deribit's percent). Deterministic: rerunning gives the same bytes.
  *
  * Usage: npx tsx scripts/convert-chains.ts [outDir]   (default data/replay; sources from
- * EXCHANGE_SAMPLES_DIR, default /work/shared/exchange-samples)
+ * EXCHANGE_SAMPLES_DIR, default ../shared/exchange-samples beside the repository)
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';

@@ -36,10 +36,12 @@
  * - no future tickers: none of the three sources records a future's ticker; MaksM05's perpetual
  *   funding figure has no mark price, so it is kept in the typed chain (`funding`) but not emitted.
  */
+import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
 
 /** Folder of the recorded exchange samples (override with env EXCHANGE_SAMPLES_DIR). */
-export const EXCHANGE_SAMPLES_DIR = process.env.EXCHANGE_SAMPLES_DIR ?? '/work/shared/exchange-samples';
+export const EXCHANGE_SAMPLES_DIR =
+  process.env.EXCHANGE_SAMPLES_DIR ?? fileURLToPath(new URL('../../../shared/exchange-samples', import.meta.url));
 
 /** File names of the three full chains inside `${EXCHANGE_SAMPLES_DIR}/deribit`. */
 export const CHAIN_SOURCE_FILES = {

@@ -4,12 +4,13 @@
  * mark_iv, put-call parity, bid_iv <= mark_iv <= ask_iv), heartbeat, funding history, JSON-RPC
  * errors and determinism. Waits are generous; nothing asserts on timing.
  */
+import { EXCHANGE_SAMPLES_DIR } from '../../adapters/replay/chains.js';
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDeribitSimulator, type DeribitSimulator } from '../../adapters/simulator/deribitServer.js';
 import { N, refBlack76, refD1, RpcClient, sleep, waitFor, type Msg } from './helpers.js';
 
-const SAMPLES = '/work/shared/exchange-samples/deribit';
+const SAMPLES = `${EXCHANGE_SAMPLES_DIR}/deribit`;
 const lines = (f: string): Msg[] =>
   readFileSync(`${SAMPLES}/${f}`, 'utf8')
     .split('\n')
