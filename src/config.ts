@@ -5,6 +5,7 @@
  * Defaults give the embedded simulated market with no configuration at all.
  */
 import { z } from 'zod';
+import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './publish/config.js';
 
 const bool = z.stringbool();
 
@@ -32,11 +33,15 @@ export const ConfigSchema = z
     SIM_SEED: z.coerce.number().int().default(42),
     /** Pretty logs (default: on when stdout is a terminal). */
     LOG_PRETTY: bool.optional(),
+    /** Kafka and ROLE (docs/events.md "Configuration"). */
+    ...KAFKA_CONFIG_SHAPE,
   })
   .superRefine((c, ctx) => {
     if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE) {
       ctx.addIssue({ code: 'custom', path: ['REPLAY_FILE'], message: 'is required when MARKET_SOURCE=replay' });
     }
+    const kafkaIssue = kafkaConfigIssue(c);
+    if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });
   });
 
 /** The validated configuration. */

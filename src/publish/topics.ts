@@ -11,7 +11,10 @@
  * project's single-node broker; kafkajs 2.2.4 speaks CreateTopics v3, which cannot ask for the broker default).
  */
 import { randomUUID } from 'node:crypto';
-import { ConfigResourceTypes, logLevel, type Admin, type Kafka, type KafkaConfig, type LogEntry } from 'kafkajs';
+import kafkajs, { logLevel, type Admin, type Kafka, type KafkaConfig, type LogEntry } from 'kafkajs';
+
+// kafkajs is CommonJS: Node's ESM loader exposes only some of its exports by name (not ConfigResourceTypes).
+const { ConfigResourceTypes } = kafkajs;
 import { TOPICS, type TopicName } from './schemas.js';
 
 /** Minimal structured logger (pino-compatible). */

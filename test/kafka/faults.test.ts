@@ -5,7 +5,9 @@
  * - broker stopped for several seconds mid-run while surfaces and funding points keep coming: funding points wait in
  *   order, surfaces are conflated per key; after the restart a consumer reads every funding point exactly once (by
  *   key and timestamp) in order, and surfaces resume with the latest one delivered;
- * - broker absent when the publisher starts: it keeps trying, and publishes once the broker appears.
+ * - broker absent when the publisher starts: it keeps trying, and publishes once the broker appears;
+ * - the same for the whole service on the simulator: it starts and serves REST without the broker, and its documents
+ *   reach the topics once the broker appears.
  */
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,6 +17,7 @@ import { KafkaPublisher } from '../../src/publish/publisher.js';
 import { topicNames } from '../../src/publish/topics.js';
 import type { SurfaceSnapshotMessage } from '../../src/publish/schemas.js';
 import { consumeUntil, eventually, fundingPoint, makeSnapshots, startRestartableBroker } from './helpers.js';
+import { http, startTestService } from '../helpers/service.js';
 
 const broker = await startRestartableBroker(Number(process.env['KAFKA_FAULT_TEST_PORT'] ?? 19300));
 
@@ -132,5 +135,34 @@ describe.skipIf(!broker)('KafkaPublisher across broker faults (real broker stopp
       'surface-snapshots DERIBIT:BTC/USD:SVI',
     ]);
     await pub.close();
+  });
+
+  it('broker absent at start: the service starts, serves REST, and publishes once the broker appears', async () => {
+    const brokers = broker!.brokers;
+    const prefix = `test-svc-absent-${randomUUID().slice(0, 8)}.`;
+    const topics = topicNames(prefix);
+    await broker!.halt();
+    const svc = await startTestService({ KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix });
+    try {
+      await eventually(async () => (await http('GET', `${svc.url}/ready`)).status === 200, 60_000, '/ready 200 without a broker');
+      const s = await http('GET', `${svc.url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`);
+      expect(s.status).toBe(200);
+      const pub = svc.kafka.publisher!;
+      expect(pub.stats().connected).toBe(false);
+      expect(pub.stats().connectFailures).toBeGreaterThan(0);
+      expect(pub.stats().pending.funding).toBeGreaterThan(0); // the exchange's funding history, waiting in order
+      const waiting = pub.stats().pending.funding;
+
+      await broker!.resume();
+      await pub.ready;
+      const recs = await consumeUntil(brokers, [topics.surfaces, topics.funding], (r) =>
+        new Set(r.filter((x) => x.topic === topics.surfaces).map((x) => x.key)).size === 4 && r.filter((x) => x.topic === topics.funding).length >= waiting,
+      60_000);
+      expect(new Set(recs.filter((x) => x.topic === topics.surfaces).map((x) => x.key)).size).toBe(4);
+      const funding = recs.filter((x) => x.topic === topics.funding);
+      expect(new Set(funding.map((x) => `${x.key}|${(x.value as { timestamp: number }).timestamp}`)).size).toBe(funding.length);
+    } finally {
+      await svc.stop();
+    }
   });
 });
