@@ -35,7 +35,8 @@
  * "Portfolio Margin" (price-move ladder and vol shock of the advanced scenarios, volShock.ts).
  * Tested in test/quant/scenarios.test.ts.
  */
-import { black76Greeks, black76Price } from './black76.js';
+import { black76Greeks } from './black76.js';
+import { normCdf, normPdf } from './normal.js';
 import { deltaConvention, ONE_DAY_YEARS, VOL_POINT, type PriceMethod } from './vanilla.js';
 
 /** Instrument types of the scenario endpoints (interface-spec.md "instrumentType"). */
@@ -120,28 +121,75 @@ function checkPosition(p: ScenarioPosition): void {
 }
 
 /**
+ * Black-76 quote price (r = 0) for s = sigma sqrt T > 0, each side from its own formula (a put from
+ * N(-d2), N(-d1), keeping an out-of-the-money put's relative accuracy) and never below intrinsic, as
+ * black76.ts black76Price; inlined here because the ladder evaluates it thousands of times a request.
+ */
+function priceB76(F: number, K: number, s: number, isCall: boolean): number {
+  const d1 = Math.log(F / K) / s + 0.5 * s;
+  const d2 = d1 - s;
+  const v = isCall ? F * normCdf(d1) - K * normCdf(d2) : K * normCdf(-d2) - F * normCdf(-d1);
+  return Math.max(v, isCall ? F - K : K - F, 0);
+}
+
+/** Option figures per unit (quote price and Black-76 Greeks, Haug 2007 ch. 2 with b = r = 0) at (F, T, sigma). */
+function optionFigures(F: number, K: number, T: number, sigma: number, isCall: boolean) {
+  const s = T > 0 && sigma > 0 ? sigma * Math.sqrt(T) : 0;
+  if (s === 0) {
+    const g = black76Greeks(F, K, T, sigma, isCall ? 'C' : 'P');
+    return { price: g.price, delta: g.delta, gamma: g.gamma, vega: g.vega, volga: g.volga, vanna: g.vanna };
+  }
+  const d1 = Math.log(F / K) / s + 0.5 * s;
+  const d2 = d1 - s;
+  const pdf1 = normPdf(d1);
+  let price: number;
+  let delta: number;
+  if (isCall) {
+    delta = normCdf(d1);
+    price = Math.max(F * delta - K * normCdf(d2), F - K, 0);
+  } else {
+    const nm1 = normCdf(-d1);
+    delta = -nm1;
+    price = Math.max(K * normCdf(-d2) - F * nm1, K - F, 0);
+  }
+  const vega = F * pdf1 * Math.sqrt(T);
+  return { price, delta, gamma: pdf1 / (F * s), vega, volga: (vega * d1 * d2) / sigma, vanna: (-pdf1 * d2) / sigma };
+}
+
+/**
  * Figures of the position with the price moved by `shift` (fraction) and the option vol at `sigma`
  * (fraction; ignored for FORWARD, PERPETUAL, SPOT). Definitions: module docstring.
  * @throws RangeError on an invalid position or a shift <= -1
  */
 export function scenarioFigures(p: ScenarioPosition, shift: number, sigma: number): ScenarioFigures {
   checkPosition(p);
+  const { basePl: _b, quotePl: _q, ...f } = cellUnchecked(p, deltaConvention(p.priceMethod, p.inverse) === 'PREMIUM_ADJUSTED', shift, sigma, 0, 0);
+  return f;
+}
+
+/**
+ * Figures at (shift, sigma) and the P&L against reference base and quote values. No position check (the
+ * callers check once); one object literal per cell, since the ladder builds thousands a request.
+ */
+function cellUnchecked(p: ScenarioPosition, premiumAdjusted: boolean, shift: number, sigma: number, base0: number, quote0: number): ScenarioCell {
   if (!(shift > -1 && Number.isFinite(shift))) throw new RangeError(`scenario: shift must be > -1, got ${shift}`);
   const m = 1 + shift;
   const S = p.S * m;
   const n = p.size;
   if (p.type === 'SPOT') {
-    return { price: S, baseValue: n, quoteValue: n * S, baseDelta: n, baseNetDelta: n, baseGamma: 0, baseTheta: 0, baseVega: 0, baseVolga: 0, baseVanna: 0 };
+    const quoteValue = n * S;
+    return { price: S, baseValue: n, quoteValue, baseDelta: n, baseNetDelta: n, baseGamma: 0, baseTheta: 0, baseVega: 0, baseVolga: 0, baseVanna: 0, basePl: n - base0, quotePl: quoteValue - quote0 };
   }
   const F = p.F * m;
-  const premiumAdjusted = deltaConvention(p.priceMethod, p.inverse) === 'PREMIUM_ADJUSTED';
   if (p.type === 'FORWARD' || p.type === 'PERPETUAL') {
     const K = p.K ?? p.F;
     const value = p.inverse ? 1 - K / F : (F - K) / S;
+    const baseValue = n * value;
+    const quoteValue = baseValue * S;
     return {
       price: F,
-      baseValue: n * value,
-      quoteValue: n * value * S,
+      baseValue,
+      quoteValue,
       baseDelta: n,
       baseNetDelta: n * (premiumAdjusted ? K / F : 1),
       baseGamma: 0,
@@ -149,18 +197,24 @@ export function scenarioFigures(p: ScenarioPosition, shift: number, sigma: numbe
       baseVega: 0,
       baseVolga: 0,
       baseVanna: 0,
+      basePl: baseValue - base0,
+      quotePl: quoteValue - quote0,
     };
   }
   const K = p.K as number;
-  const kind = p.type === 'CALL' ? 'C' : 'P';
-  const g = black76Greeks(F, K, p.T, sigma, kind);
+  const isCall = p.type === 'CALL';
+  const g = optionFigures(F, K, p.T, sigma, isCall);
   const toBase = p.inverse ? 1 / F : 1 / S;
   const value = g.price * toBase;
-  const dayLater = black76Price(F, K, Math.max(p.T - ONE_DAY_YEARS, 0), sigma, kind) * toBase;
+  const Tm = Math.max(p.T - ONE_DAY_YEARS, 0);
+  const sm = Tm > 0 && sigma > 0 ? sigma * Math.sqrt(Tm) : 0;
+  const dayLater = (sm > 0 ? priceB76(F, K, sm, isCall) : Math.max(isCall ? F - K : K - F, 0)) * toBase;
+  const baseValue = n * value;
+  const quoteValue = baseValue * S;
   return {
     price: 100 * value,
-    baseValue: n * value,
-    quoteValue: n * value * S,
+    baseValue,
+    quoteValue,
     baseDelta: n * g.delta,
     baseNetDelta: n * (premiumAdjusted ? g.delta - g.price / F : g.delta),
     baseGamma: n * g.gamma,
@@ -168,6 +222,8 @@ export function scenarioFigures(p: ScenarioPosition, shift: number, sigma: numbe
     baseVega: n * g.vega * toBase * VOL_POINT,
     baseVolga: n * g.volga * toBase * VOL_POINT * VOL_POINT,
     baseVanna: n * g.vanna * VOL_POINT,
+    basePl: baseValue - base0,
+    quotePl: quoteValue - quote0,
   };
 }
 
@@ -185,12 +241,11 @@ export function scenarioLadder(
   vols: readonly number[],
   currentVol: number,
 ): ScenarioRow[] {
-  const now = scenarioFigures(p, 0, currentVol);
+  checkPosition(p);
+  const pa = deltaConvention(p.priceMethod, p.inverse) === 'PREMIUM_ADJUSTED';
+  const now = cellUnchecked(p, pa, 0, currentVol, 0, 0);
   return priceShifts(priceRange, steps).map((shift, i) => {
-    const cells = vols.map((v) => {
-      const f = scenarioFigures(p, shift, v);
-      return { ...f, basePl: f.baseValue - now.baseValue, quotePl: f.quoteValue - now.quoteValue };
-    });
+    const cells = vols.map((v) => cellUnchecked(p, pa, shift, v, now.baseValue, now.quoteValue));
     const m = 1 + shift;
     return {
       scenario: i - steps,
