@@ -160,15 +160,15 @@ const UP_UNCH_DOWN: ReadonlyArray<readonly [keyof ScenarioCell, string]> = [
   ['baseVanna', 'baseVanna'],
 ];
 const VARIANTS = ['Up', 'Unch', 'Down'] as const;
+/** [cell field, output key] for cells [up, unch, down], in output order. */
+const UUD_KEYS: ReadonlyArray<readonly [keyof ScenarioCell, string, number]> = UP_UNCH_DOWN.flatMap(([field, stem]) =>
+  VARIANTS.map((v, j) => [field, `${stem}${v}`, j] as const),
+);
 
 /** One scenario item of 5a / 5c from a row whose cells are [up, unch, down]. */
 function upUnchDownItem(row: ScenarioRow): Record<string, number> {
   const out: Record<string, number> = { scenario: row.scenario, spotPrice: row.spotPrice, forwardPrice: row.forwardPrice };
-  for (const [field, stem] of UP_UNCH_DOWN) {
-    VARIANTS.forEach((v, j) => {
-      out[`${stem}${v}`] = row.cells[j]![field] as number;
-    });
-  }
+  for (const [field, key, j] of UUD_KEYS) out[key] = row.cells[j]![field] as number;
   return out;
 }
 
