@@ -152,8 +152,8 @@ export interface RestartableBroker extends KafkaHandle {
   pid(): number;
   /** SIGTERM the broker and wait until it has exited (controlled shutdown). */
   halt(): Promise<void>;
-  /** Start the same broker again (same config, same data dir) and wait until a client answers. */
-  resume(): Promise<void>;
+  /** Start the same broker again (same config, same data dir) and wait until a client answers; resolves with the ms it took. */
+  resume(): Promise<number>;
 }
 
 function alive(pid: number): boolean {
@@ -205,7 +205,8 @@ export async function startRestartableBroker(basePort: number): Promise<Restarta
       await waitFor(() => !alive(pid), 60_000, `broker pid ${pid} to exit`);
     },
     async resume() {
-      if (alive(pid)) return;
+      if (alive(pid)) return 0;
+      const t0 = Date.now();
       const out = openSync(logFile, 'a');
       const child = spawn(argv[0]!, argv.slice(1), { detached: true, stdio: ['ignore', out, out], cwd: REPO_ROOT });
       child.unref();
@@ -217,6 +218,7 @@ export async function startRestartableBroker(basePort: number): Promise<Restarta
         stdio: 'ignore',
       }).unref();
       await waitReady(broker, pid);
+      return Date.now() - t0;
     },
     stop: () => handle.stop(),
   };
