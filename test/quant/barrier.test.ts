@@ -35,7 +35,7 @@ function close(actual: number, expected: number, tol: number): void {
 }
 
 /** Simpson's rule on [a, b] with n (even) intervals. */
-function simpson(f: (x: number) => number, a: number, b: number, n = 2000): number {
+function simpson(f: (x: number) => number, a: number, b: number, n = 600): number {
   if (b <= a) return 0;
   const h = (b - a) / n;
   let s = f(a) + f(b);
