@@ -349,7 +349,7 @@ export class KafkaPublisher {
   }
 
   /**
-   * Graceful stop: stop taking updates, flush for at most `timeoutMs`, then disconnect. What could not be sent in
+   * Graceful stop: stop taking updates, flush for at most `timeoutMs`, then disconnect (at most ~2.5 s more). What could not be sent in
    * time is logged with its counts (it is lost for this process; surfaces and curves are republished by the next
    * calibration, funding points by the next start's restore-and-compare).
    */
@@ -362,10 +362,10 @@ export class KafkaPublisher {
     this.stopped = true;
     this.abort.abort();
     this.wake?.();
-    if (this.loopDone) await Promise.race([this.loopDone, sleep(2000)]);
+    if (this.loopDone) await Promise.race([this.loopDone, sleep(1000)]);
     const p = this.producer;
     this.producer = null;
-    if (p) await Promise.race([p.disconnect().catch(() => {}), sleep(2000)]);
+    if (p) await Promise.race([p.disconnect().catch(() => {}), sleep(1500)]);
     if (!flushed) this.logger.error({ pending }, 'kafka publisher closed before everything was acknowledged');
     else this.logger.info({ sent: this.s.sent }, 'kafka publisher flushed and closed');
     return { flushed, pending };
