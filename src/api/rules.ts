@@ -117,3 +117,13 @@ export function assertServable(cache: MarketCache, source: Source, pair: Pair, m
   const u = cache.unavailable(source, pair, model);
   if (u) throw new ApiError(503, u.message, undefined, { 'retry-after': u.reason === 'not-connected' ? '60' : '5' });
 }
+
+/** Record a detail for every instrumentId used more than once (the spec: "unique ID"). */
+export function checkUniqueIds(errs: DetailCollector, ids: readonly string[], prefix: (i: number) => string): void {
+  const seen = new Map<string, number>();
+  ids.forEach((id, i) => {
+    const first = seen.get(id);
+    if (first === undefined) seen.set(id, i);
+    else errs.add(`${prefix(i)}instrumentId`, `Must be unique: ${JSON.stringify(id)} is also item ${first}`);
+  });
+}

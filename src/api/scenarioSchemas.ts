@@ -7,11 +7,16 @@
  * pair, expiry >= now, strike required by type, inverse flag) are checked in the routes with rules.ts.
  */
 import { z } from 'zod';
-import { BaseCurrencyValue, PriceMethodValue, QuoteCurrencyValue, SourceValue, VolatilityModelValue } from './schemas.js';
-
-const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
-const positive = z.number().finite().gt(0, 'Must be > 0');
-const timestampS = z.number().finite().nonnegative('Must be a Unix time in seconds');
+import {
+  BaseCurrencyValue,
+  instrumentId,
+  positive,
+  PriceMethodValue,
+  QuoteCurrencyValue,
+  SourceValue,
+  timestampS,
+  VolatilityModelValue,
+} from './schemas.js';
 
 /** Batch of 1..max items. */
 function batch<T extends z.ZodType>(item: T, max: number) {

@@ -16,9 +16,12 @@ export const BaseCurrencyValue = z.enum(BASE_CURRENCIES);
 export const QuoteCurrencyValue = z.enum(QUOTE_CURRENCIES);
 export const VolatilityModelValue = z.enum(VOLATILITY_MODELS);
 
-const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
-const positive = z.number().finite().gt(0, 'Must be > 0');
-const timestampS = z.number().finite().nonnegative('Must be a Unix time in seconds');
+/** Caller-defined unique instrument id, echoed in the result. */
+export const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
+/** A number > 0. */
+export const positive = z.number().finite().gt(0, 'Must be > 0');
+/** Unix time in seconds. */
+export const timestampS = z.number().finite().nonnegative('Must be a Unix time in seconds');
 
 /** Batch of 1..max items. */
 function batch<T extends z.ZodType>(item: T, max: number) {

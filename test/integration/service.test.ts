@@ -212,6 +212,7 @@ describe('bad requests get the documented errors and change nothing', () => {
       { ...good, volatilityModel: 'SABR' },
       { ...good, inverse: false },
       { ...good, vanillaOptionType: 'PUT', strike: undefined },
+      { ...good },
     ]);
     expect(rules.status).toBe(400);
     const byPath = Object.fromEntries(rules.body.details.map((d: { path: string; message: string }) => [d.path, d.message]));
@@ -220,6 +221,7 @@ describe('bad requests get the documented errors and change nothing', () => {
     expect(byPath['[2].volatilityModel']).toMatch(/not available yet/);
     expect(byPath['[3].inverse']).toMatch(/Must be true/);
     expect(byPath['[4].strike']).toMatch(/Required for PUT/);
+    expect(byPath['[5].instrumentId']).toMatch(/Must be unique: "g" is also item 0/);
   });
 
   it('batch limits, unconnected sources, funding errors, bad JSON, content type and unknown routes', async () => {

@@ -14,7 +14,7 @@ import type { MarketCache } from '../../cache/marketCache.js';
 import { resolveSource, type Pair } from '../../domain/markets.js';
 import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
 import { expiryPoint } from '../market.js';
-import { assertServable, checkExpiry, checkModel, DetailCollector } from '../rules.js';
+import { assertServable, checkExpiry, checkModel, checkUniqueIds, DetailCollector } from '../rules.js';
 import { EuBarrierBody } from '../scenarioSchemas.js';
 
 /** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
@@ -22,16 +22,6 @@ export const EU_BARRIER_PAIRS: readonly Pair[] = [
   { base: 'BTC', quote: 'USD' },
   { base: 'ETH', quote: 'USD' },
 ];
-
-/** Record a detail for every instrumentId used more than once (the spec: "unique ID"). */
-export function checkUniqueIds(errs: DetailCollector, ids: readonly string[], prefix: (i: number) => string): void {
-  const seen = new Map<string, number>();
-  ids.forEach((id, i) => {
-    const first = seen.get(id);
-    if (first === undefined) seen.set(id, i);
-    else errs.add(`${prefix(i)}instrumentId`, `Must be unique: ${JSON.stringify(id)} is also item ${first}`);
-  });
-}
 
 export const euBarrierRoutes =
   (cache: MarketCache): FastifyPluginAsyncZod =>

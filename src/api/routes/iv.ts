@@ -10,11 +10,12 @@ import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
 import { ApiError } from '../errors.js';
 import { expiryPoint } from '../market.js';
 import { ByDeltaBody, ByStrikeBody } from '../schemas.js';
-import { assertServable, checkExpiry, checkModel, DetailCollector, resolvePair } from '../rules.js';
+import { assertServable, checkExpiry, checkModel, checkUniqueIds, DetailCollector, resolvePair } from '../rules.js';
 import type { Pair, Source } from '../../domain/markets.js';
 import type { VolatilityModel } from '../../cache/snapshot.js';
 
 interface IvItemBase {
+  instrumentId: string;
   baseCurrency: Pair['base'];
   quoteCurrency: Pair['quote'];
   source: string;
@@ -25,6 +26,7 @@ interface IvItemBase {
 /** Validate every item (400 naming all bad items), then check each pair is servable (503). */
 export function resolveIvItems<T extends IvItemBase>(cache: MarketCache, items: readonly T[]) {
   const errs = new DetailCollector();
+  checkUniqueIds(errs, items.map((it) => it.instrumentId as string), (i) => `[${i}].`);
   const resolved = items.map((it, i) => {
     const prefix = `[${i}].`;
     const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);

@@ -27,6 +27,7 @@ import {
   resolveInverse,
   resolvePair,
   resolvePriceMethod,
+  checkUniqueIds,
 } from '../rules.js';
 import {
   AdvancedScenariosBody,
@@ -35,7 +36,6 @@ import {
   type AdvancedScenarioInstrument,
   type ScenarioInstrument,
 } from '../scenarioSchemas.js';
-import { checkUniqueIds } from './euBarrier.js';
 
 type AnyInstrument = ScenarioInstrument | AdvancedScenarioInstrument;
 

@@ -13,6 +13,7 @@ import {
   assertServable,
   checkExpiry,
   checkModel,
+  checkUniqueIds,
   DetailCollector,
   resolveInverse,
   resolvePair,
@@ -28,6 +29,7 @@ export const vanillaRoutes =
       async (req) => {
         const items = req.body;
         const errs = new DetailCollector();
+        checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
         const resolved = items.map((it, i) => {
           const prefix = `[${i}].`;
           const type = it.vanillaOptionType ?? 'FORWARD';
