@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './publish/config.js';
+import { SECURITY_CONFIG_SHAPE, securityConfigIssue } from './api/plugins/securityConfig.js';
 
 const bool = z.stringbool();
 
@@ -35,6 +36,8 @@ export const ConfigSchema = z
     LOG_PRETTY: bool.optional(),
     /** Kafka and ROLE (docs/events.md "Configuration"). */
     ...KAFKA_CONFIG_SHAPE,
+    /** API keys, rate limit, body/time limits, overload protection (docs/operations.md). */
+    ...SECURITY_CONFIG_SHAPE,
   })
   .superRefine((c, ctx) => {
     if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE) {
@@ -42,7 +45,12 @@ export const ConfigSchema = z
     }
     const kafkaIssue = kafkaConfigIssue(c);
     if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });
+    const securityIssue = securityConfigIssue(c);
+    if (securityIssue) ctx.addIssue({ code: 'custom', path: [securityIssue.path], message: securityIssue.message });
   });
+
+/** Variables whose values are secrets: never echoed in a configuration error. */
+const SECRET_VARIABLES = new Set(['API_KEYS']);
 
 /** The validated configuration. */
 export type Config = z.infer<typeof ConfigSchema>;
@@ -68,7 +76,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!r.success) {
     const parts = r.error.issues.map((i) => {
       const key = String(i.path[0] ?? '');
-      const got = key in picked ? ` (got ${JSON.stringify(picked[key])})` : '';
+      // secrets (API keys) are never echoed
+      const got = key in picked && !SECRET_VARIABLES.has(key) ? ` (got ${JSON.stringify(picked[key])})` : '';
       return `${key}: ${i.message}${got}`;
     });
     throw new ConfigError(`invalid configuration: ${parts.join('; ')}`);

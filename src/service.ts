@@ -15,6 +15,7 @@ import type { MarketEvent } from './domain/events.js';
 import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
 import { buildApp } from './api/app.js';
+import { securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationWorker } from '../streams/calibrationPool.js';
 import type { MarketFeed } from '../adapters/types.js';
@@ -113,7 +114,13 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   const app =
     config.ROLE === 'calibrator'
       ? await buildHealthApp(cache, logger.child({ component: 'http' }))
-      : await buildApp({ cache, logger: logger.child({ component: 'http' }) });
+      : await buildApp({
+          cache,
+          logger: logger.child({ component: 'http' }),
+          bodyLimit: config.BODY_LIMIT_BYTES,
+          requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
+          security: securityOptionsFromConfig(config),
+        });
   await app.listen({ port: config.PORT, host: config.HOST });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;

@@ -7,6 +7,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../cache/marketCache.js';
 import { installErrorHandling } from './errors.js';
+import { securityPlugin, type SecurityOptions } from './plugins/security.js';
 import { fundingRoutes } from './routes/funding.js';
 import { healthRoutes } from './routes/health.js';
 import { forwardCurveRoutes } from './routes/forwardCurve.js';
@@ -22,6 +23,10 @@ export interface AppOptions {
   readonly logger?: FastifyServerOptions['loggerInstance'] | false;
   /** Largest accepted body, bytes (decisions.md: 1 MiB). */
   readonly bodyLimit?: number;
+  /** API keys, rate limit, overload protection, security headers (src/api/plugins/security.ts); default: headers only. */
+  readonly security?: SecurityOptions;
+  /** A request not received completely within this many ms gets 408; 0 disables. Default 10 000. */
+  readonly requestTimeoutMs?: number;
 }
 
 /** Build (not start) the application. */
@@ -29,7 +34,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(opts.logger ? { loggerInstance: opts.logger } : { logger: false }),
     bodyLimit: opts.bodyLimit ?? 1024 * 1024,
-    requestTimeout: 10_000,
+    requestTimeout: opts.requestTimeoutMs ?? 10_000,
+    // node reads requestTimeout at construction only (setting it afterwards, as fastify does, has no
+    // effect on node 20), and checks it every connectionsCheckingInterval (default 30 s)
+    http: { requestTimeout: opts.requestTimeoutMs ?? 10_000, connectionsCheckingInterval: 1_000 },
     connectionTimeout: 10_000,
     keepAliveTimeout: 5_000,
     return503OnClosing: true,
@@ -38,6 +46,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
+  await app.register(securityPlugin, opts.security ?? {});
   // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
   app.removeContentTypeParser('text/plain');
 

@@ -1,0 +1,228 @@
+/**
+ * Security and protection plugin of the REST API (issue 8; ../shared/spec/decisions.md "Errors"):
+ *
+ * - security headers on every response (CSP allowing only 'self' for scripts, so a dashboard at `/`
+ *   that loads its own JS/CSS and the OpenAPI page keep working; nosniff; no framing; no referrer);
+ *   `Cache-Control: no-store` on /api answers (market data is never cached by intermediaries);
+ * - overload protection (@fastify/under-pressure): while the mean event-loop delay (or the
+ *   event-loop utilization) is above its limit, every route except `/health` answers
+ *   503 + `Retry-After` in the project's error shape;
+ * - API keys: when keys are configured, every /api route needs header `X-API-Key` (401 otherwise).
+ *   Keys are compared in constant time: SHA-256 digests of equal length through
+ *   `crypto.timingSafeEqual`, always against every configured key (no early exit), so neither the
+ *   content nor the position of a key leaks through timing. Keys are never logged: the request
+ *   carries only a key id (first 12 hex digits of the digest), and the service logger redacts the
+ *   header (src/logger.ts);
+ * - rate limiting (@fastify/rate-limit) of /api routes per API key, or per client IP without keys
+ *   (also for requests with a wrong key, so key guessing is throttled): 429 + `Retry-After` (s) in
+ *   the project's error shape.
+ * Body size (413) and JSON-only (415) are fastify options of src/api/app.ts.
+ *
+ * Register it right after the error handler and before any route:
+ * `await app.register(securityPlugin, options)`. It is not encapsulated (skip-override), so its
+ * hooks apply to the whole application.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import underPressure from '@fastify/under-pressure';
+import { ApiError } from '../errors.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Id of the valid API key presented (12 hex digits of its SHA-256), null without one. Never the key. */
+    apiKeyId: string | null;
+  }
+}
+
+/** Why the plugin refused a request (for metrics). */
+export type SecurityRejection = 'unauthorized' | 'rate-limited' | 'overloaded';
+
+/** Options of {@link securityPlugin}. */
+export interface SecurityOptions {
+  /** Valid API keys; empty or absent = no authentication. */
+  readonly apiKeys?: readonly string[];
+  /** Per-key (or per-IP) rate limit on /api routes: `max` requests per `timeWindowMs`; false = none. */
+  readonly rateLimit?: { readonly max: number; readonly timeWindowMs: number } | false;
+  /**
+   * Overload protection; false = none. `maxEventLoopDelayMs`: mean event-loop delay over a sample
+   * (0 = not checked); `maxEventLoopUtilization`: fraction 0..1 (0 = not checked); `sampleIntervalMs`
+   * default 1000; `retryAfterS` default 5.
+   */
+  readonly overload?:
+    | {
+        readonly maxEventLoopDelayMs?: number;
+        readonly maxEventLoopUtilization?: number;
+        readonly sampleIntervalMs?: number;
+        readonly retryAfterS?: number;
+      }
+    | false;
+  /** Send the security headers (default true). */
+  readonly securityHeaders?: boolean;
+  /** Called on every refused request (401, 429, 503 overload), e.g. to count it in metrics. */
+  readonly onReject?: (reason: SecurityRejection, req: FastifyRequest) => void;
+}
+
+/** Header that carries the API key. */
+export const API_KEY_HEADER = 'x-api-key';
+
+/**
+ * Content-Security-Policy: everything from the service's own origin only; inline styles allowed
+ * (chart libraries and the OpenAPI page set style attributes), inline and foreign scripts not;
+ * `data:` images (SVG icons); no framing, no plugins.
+ */
+export const CONTENT_SECURITY_POLICY = [
+  "default-src 'self'",
+  "base-uri 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "frame-ancestors 'none'",
+  "form-action 'self'",
+].join('; ');
+
+/** Headers set on every response (the subset of helmet's defaults that applies to an HTTP API behind TLS termination). */
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': CONTENT_SECURITY_POLICY,
+  'x-content-type-options': 'nosniff',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'cross-origin-opener-policy': 'same-origin',
+  'cross-origin-resource-policy': 'same-origin',
+  'x-dns-prefetch-control': 'off',
+  'x-permitted-cross-domain-policies': 'none',
+  'origin-agent-cluster': '?1',
+};
+
+const sha256 = (s: string): Buffer => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * A set of API keys held as SHA-256 digests. {@link KeyRing.match} compares a presented key with
+ * every held key in constant time (equal-length digests, `timingSafeEqual`, no early exit).
+ */
+export class KeyRing {
+  private readonly digests: readonly Buffer[];
+  private readonly ids: readonly string[];
+
+  constructor(keys: readonly string[]) {
+    this.digests = keys.map(sha256);
+    this.ids = this.digests.map((d) => d.subarray(0, 6).toString('hex'));
+  }
+
+  /** Number of keys held. */
+  get size(): number {
+    return this.digests.length;
+  }
+
+  /** Id (12 hex digits of the SHA-256) of the key equal to `presented`, or null. Never throws. */
+  match(presented: unknown): string | null {
+    if (typeof presented !== 'string' || presented.length === 0 || presented.length > 1024) return null;
+    const d = sha256(presented);
+    let found = -1;
+    for (let i = 0; i < this.digests.length; i++) {
+      // no early exit: every key is compared whatever the outcome
+      if (timingSafeEqual(d, this.digests[i]!)) found = i;
+    }
+    return found >= 0 ? this.ids[found]! : null;
+  }
+}
+
+/** True for the routes under /api (by the matched route pattern; by the decoded path for unknown routes). */
+export function isApiRequest(req: FastifyRequest): boolean {
+  const pattern = req.routeOptions.url;
+  if (pattern) return pattern.startsWith('/api/') || pattern === '/api';
+  let path = req.url.split('?')[0] ?? '';
+  try {
+    path = decodeURIComponent(path);
+  } catch {
+    /* keep it raw */
+  }
+  return /^\/+api(\/|$)/i.test(path);
+}
+
+const plugin: FastifyPluginAsync<SecurityOptions> = async (app: FastifyInstance, opts: SecurityOptions) => {
+  const onReject = opts.onReject ?? (() => {});
+
+  // 1. security headers, first, so that every answer (errors included) carries them
+  if (opts.securityHeaders !== false) {
+    app.addHook('onRequest', (req, reply, done) => {
+      reply.headers(SECURITY_HEADERS);
+      if (isApiRequest(req)) reply.header('cache-control', 'no-store');
+      done();
+    });
+  }
+
+  // 2. overload protection: cheapest refusal first
+  const ov = opts.overload;
+  if (ov && ((ov.maxEventLoopDelayMs ?? 0) > 0 || (ov.maxEventLoopUtilization ?? 0) > 0)) {
+    const retryAfterS = Math.max(1, Math.round(ov.retryAfterS ?? 5));
+    await app.register(underPressure, {
+      maxEventLoopDelay: ov.maxEventLoopDelayMs ?? 0,
+      maxEventLoopUtilization: ov.maxEventLoopUtilization ?? 0,
+      sampleInterval: ov.sampleIntervalMs ?? 1000,
+      pressureHandler: (req: FastifyRequest, reply: FastifyReply, type: string) => {
+        if (req.routeOptions.url === '/health') return undefined; // liveness is not load
+        onReject('overloaded', req);
+        reply.header('retry-after', String(retryAfterS));
+        return Promise.reject(new ApiError(503, `service overloaded (${type}); retry in ${retryAfterS} s`, undefined, { 'retry-after': String(retryAfterS) }));
+      },
+    });
+  }
+
+  // 3. who is calling: the id of a valid key, or null
+  const ring = new KeyRing(opts.apiKeys ?? []);
+  const authRequired = ring.size > 0;
+  app.decorateRequest('apiKeyId', null);
+  if (authRequired) {
+    app.addHook('onRequest', (req, _reply, done) => {
+      req.apiKeyId = ring.match(req.headers[API_KEY_HEADER]);
+      done();
+    });
+  }
+
+  // 4. rate limit per key, else per IP (also throttles wrong keys)
+  const rl = opts.rateLimit;
+  if (rl && rl.max > 0) {
+    await app.register(rateLimit, {
+      global: false,
+      max: rl.max,
+      timeWindow: rl.timeWindowMs,
+      keyGenerator: (req: FastifyRequest) => (req.apiKeyId ? `key:${req.apiKeyId}` : `ip:${req.ip}`),
+      errorResponseBuilder: (req: FastifyRequest, ctx: { after: string; max: number; ttl: number }) => {
+        onReject('rate-limited', req);
+        const retryAfterS = Math.max(1, Math.ceil(ctx.ttl / 1000));
+        const who = req.apiKeyId ? 'API key' : 'client address';
+        return new ApiError(429, `rate limit exceeded: at most ${ctx.max} requests per ${rl.timeWindowMs} ms per ${who}; retry in ${retryAfterS} s`, undefined, {
+          'retry-after': String(retryAfterS),
+        });
+      },
+    });
+    const limiter = app.rateLimit();
+    app.addHook('onRequest', async (req, reply) => {
+      if (isApiRequest(req)) await limiter.call(app, req, reply);
+    });
+  }
+
+  // 5. refuse /api requests without a valid key
+  if (authRequired) {
+    app.addHook('onRequest', (req, _reply, done) => {
+      if (req.apiKeyId === null && isApiRequest(req)) {
+        onReject('unauthorized', req);
+        const missing = req.headers[API_KEY_HEADER] === undefined;
+        done(new ApiError(401, missing ? 'missing API key: send header X-API-Key' : 'invalid API key', undefined, { 'www-authenticate': 'X-API-Key' }));
+        return;
+      }
+      done();
+    });
+  }
+};
+
+// Not encapsulated: the hooks apply to every route of the application (what fastify-plugin does).
+(plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
+(plugin as unknown as Record<symbol, string>)[Symbol.for('fastify.display-name')] = 'security';
+
+/** The security plugin (see the module docstring). */
+export const securityPlugin = plugin;
