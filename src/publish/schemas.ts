@@ -77,6 +77,21 @@ export const ExpiryMessageSchema = z
   })
   .meta({ title: 'SurfaceExpiry' });
 
+/**
+ * No-arbitrage status of one calibrated surface and its cumulative repair/rejection counts (issue 4). Only the two
+ * verdicts are required; every other field (calendarFreeRaw, calendarGrid, ...) passes through as the calibrator
+ * wrote it.
+ */
+export const SurfaceArbitrageMessageSchema = z
+  .looseObject({
+    butterflyFree: z.boolean().describe('Every served slice passes its butterfly check'),
+    calendarFree: z.boolean().describe('The served surface is calendar-free on the grid'),
+    counts: z
+      .record(z.string(), z.number().int().nonnegative())
+      .describe('Cumulative counts of this (source, pair, model) since the calibrator started: fits, repairs, rejections...'),
+  })
+  .meta({ title: 'SurfaceArbitrage' });
+
 /** Value of a `surface-snapshots` (and `surface-history`) message: one recalibration of a (source, pair, model). */
 export const SurfaceSnapshotMessageSchema = z
   .object({
@@ -92,6 +107,11 @@ export const SurfaceSnapshotMessageSchema = z
     inputCount: z.number().int().nonnegative().describe('Market quotes given to the fits, all expiries'),
     forwardCurve: z.array(ForwardPointMessageSchema).describe('Listed forward points the surface reads forwards from'),
     expiries: z.array(ExpiryMessageSchema).min(1),
+    arbitrage: SurfaceArbitrageMessageSchema.optional().describe('No-arbitrage status and repair counts of this model\'s surface'),
+    skipped: z
+      .array(z.object({ expirationTimestamp: unixSeconds, reason: z.string() }))
+      .optional()
+      .describe('Listed expiries this model could not serve, and why'),
   })
   .meta({ title: 'SurfaceSnapshotMessage', description: 'Topic surface-snapshots, key SOURCE:BASE/QUOTE:MODEL' });
 export type SurfaceSnapshotMessage = z.infer<typeof SurfaceSnapshotMessageSchema>;
@@ -159,6 +179,11 @@ export function surfaceToMessage(
   forwardPoints: ForwardCurveSnapshot['points'],
   includeQuotes: boolean,
 ): SurfaceSnapshotMessage {
+  // Optional parts of the snapshot (issue 4's no-arbitrage status; absent on hand-built snapshots).
+  const extra = s as {
+    readonly arbitrage?: SurfaceSnapshotMessage['arbitrage'];
+    readonly skipped?: ReadonlyArray<{ readonly expirationTimestamp: number; readonly reason: string }>;
+  };
   let inputCount = 0;
   const expiries = s.slices.map((sl) => {
     inputCount += sl.quotes.length;
@@ -185,6 +210,8 @@ export function surfaceToMessage(
     inputCount,
     forwardCurve: forwardPoints.map((p) => ({ ...p })),
     expiries,
+    ...(extra.arbitrage ? { arbitrage: structuredClone(extra.arbitrage) } : {}),
+    ...(extra.skipped ? { skipped: extra.skipped.map((x) => ({ expirationTimestamp: x.expirationTimestamp, reason: x.reason })) } : {}),
   };
 }
 
