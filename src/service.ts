@@ -15,6 +15,8 @@ import type { MarketEvent } from './domain/events.js';
 import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
 import { buildApp } from './api/app.js';
+import { installMetrics } from './api/plugins/metrics.js';
+import { Monitoring } from './metrics/monitoring.js';
 import { securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationWorker } from '../streams/calibrationPool.js';
@@ -42,6 +44,8 @@ export interface RunningService {
   settled(): boolean;
   /** Kafka publisher (ROLE all/calibrator with KAFKA_BROKERS) or replica (ROLE=api); docs/events.md. */
   readonly kafka: KafkaWiring;
+  /** Prometheus metrics, feed health and the dashboard's data (src/metrics/monitoring.ts). */
+  readonly monitoring: Monitoring;
   /** Graceful stop: HTTP first, then feeds, then the simulator. */
   stop(): Promise<void>;
 }
@@ -87,6 +91,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
+  const monitoring = new Monitoring({ cache, feeds, clock, events$, logger, publisher: () => kafka.publisher });
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker();
   const pipelines = startPipelines(events$, {
@@ -96,6 +101,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     throttleMs: config.CALIBRATION_THROTTLE_MS,
     logger: logger.child({ component: 'streams' }),
     onCalibrated: (r) => {
+      monitoring.observeCalibration(r);
       const key = `${r.source}:${r.pair.base}/${r.pair.quote}`;
       if (replay && !seenPairs.has(key)) {
         // In replay the pairs to wait for are the pairs the recording holds.
@@ -103,9 +109,11 @@ export async function startService(config: Config, logger: Logger, overrides: Se
         cache.setExpectedPairs([...cache.expected(), { source: r.source, pair: r.pair }]);
       }
       if (r.surface && r.surface.sequence === 1) {
+        const pair = `${r.pair.base}/${r.pair.quote}`;
+        const ms = Math.round(r.calibrationMs);
         logger.info(
-          { source: r.source, pair: `${r.pair.base}/${r.pair.quote}`, expiries: r.surface.slices.length, ms: Math.round(r.calibrationMs) },
-          'first surface calibrated',
+          { source: r.source, pair, model: r.surface.model, expiries: r.surface.slices.length, ms },
+          `first surface calibrated: ${r.source} ${pair} ${r.surface.model}, ${r.surface.slices.length} expiries in ${ms} ms`,
         );
       }
     },
@@ -116,16 +124,20 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       ? await buildHealthApp(cache, logger.child({ component: 'http' }))
       : await buildApp({
           cache,
+          monitoring,
           logger: logger.child({ component: 'http' }),
           bodyLimit: config.BODY_LIMIT_BYTES,
           requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
           security: securityOptionsFromConfig(config),
         });
+  // the calibrator's health-only app gets /metrics too (calibration happens there)
+  if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics);
   await app.listen({ port: config.PORT, host: config.HOST });
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
   const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
 
+  monitoring.feedsStarting();
   for (const f of feeds) f.start();
 
   let stopped = false;
@@ -140,10 +152,12 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     replayDone,
     settled: () => pipelines.isSettled(),
     kafka,
+    monitoring,
     async stop() {
       if (stopped) return;
       stopped = true;
       await app.close();
+      monitoring.close();
       await Promise.all(feeds.map((f) => f.stop()));
       pipelines.subscription.unsubscribe();
       await worker.close();

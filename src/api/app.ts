@@ -7,6 +7,9 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../cache/marketCache.js';
 import { installErrorHandling } from './errors.js';
+import { registerOpenApi } from './plugins/openapi.js';
+import { installMonitoring } from './plugins/monitoring.js';
+import type { Monitoring } from '../metrics/monitoring.js';
 import { securityPlugin, type SecurityOptions } from './plugins/security.js';
 import { fundingRoutes } from './routes/funding.js';
 import { healthRoutes } from './routes/health.js';
@@ -23,6 +26,8 @@ export interface AppOptions {
   readonly logger?: FastifyServerOptions['loggerInstance'] | false;
   /** Largest accepted body, bytes (decisions.md: 1 MiB). */
   readonly bodyLimit?: number;
+  /** Metrics (/metrics) and the live dashboard (/) of the running service (src/metrics/monitoring.ts); none when absent. */
+  readonly monitoring?: Monitoring;
   /** API keys, rate limit, overload protection, security headers (src/api/plugins/security.ts); default: headers only. */
   readonly security?: SecurityOptions;
   /** A request not received completely within this many ms gets 408; 0 disables. Default 10 000. */
@@ -49,6 +54,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(securityPlugin, opts.security ?? {});
   // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
   app.removeContentTypeParser('text/plain');
+  // OpenAPI (/openapi.json, /docs) and monitoring before the routes: they hook onRoute and onResponse.
+  await registerOpenApi(app);
+  if (opts.monitoring) await installMonitoring(app, opts.monitoring);
 
   const { cache } = opts;
   await app.register(healthRoutes(cache));

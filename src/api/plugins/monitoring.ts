@@ -1,0 +1,15 @@
+/**
+ * Monitoring routes of the full API (src/api/app.ts calls this before the routes): GET /metrics with the REST
+ * latency hook (./metrics.ts) and the live dashboard at / (../routes/dashboard.ts). The OpenAPI document and
+ * /docs are registered separately (./openapi.ts), also when there is no monitoring (tests building the app).
+ */
+import type { FastifyInstance } from 'fastify';
+import type { Monitoring } from '../../metrics/monitoring.js';
+import { dashboardRoutes, type DashboardRouteOptions } from '../routes/dashboard.js';
+import { installMetrics } from './metrics.js';
+
+/** Install /metrics (with the latency hook on every route registered after) and the dashboard on `app`. */
+export async function installMonitoring(app: FastifyInstance, monitoring: Monitoring, opts: DashboardRouteOptions = {}): Promise<void> {
+  installMetrics(app, monitoring.metrics);
+  await app.register(dashboardRoutes(monitoring, opts));
+}

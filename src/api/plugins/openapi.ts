@@ -1,0 +1,130 @@
+/**
+ * OpenAPI 3.0.3 document generated from the zod schemas the routes validate with (@fastify/swagger +
+ * fastify-type-provider-zod's jsonSchemaTransform), served at GET /openapi.json, with browsable docs at /docs
+ * (@fastify/swagger-ui).
+ *
+ * The transform adds, for the document only (route validation and serialization are untouched):
+ * - the 200 response schema and description of each route (src/api/plugins/openapiDocs.ts ROUTE_DOCS);
+ * - the error responses the route can give, each with the one error body `ErrorBody` (a $ref) and the
+ *   decisions.md meaning of the status;
+ * - a description for every request/response property that has none of its own (FIELD_DESCRIPTIONS), and
+ *   the batch size of array bodies.
+ * Must be registered BEFORE the routes (swagger collects routes with an onRoute hook).
+ * Source: @fastify/swagger README ("transform", "transformObject"), fastify-type-provider-zod README
+ * ("How to use together with @fastify/swagger"), OpenAPI 3.0.3 specification.
+ */
+import type { FastifyInstance } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, ROUTE_DOCS, TAGS } from './openapiDocs.js';
+
+type JsonSchema = Record<string, unknown>;
+
+/** Where the document and the docs UI are served. */
+export const OPENAPI_JSON_PATH = '/openapi.json';
+export const DOCS_PATH = '/docs';
+
+/** `GET /x` key of a route, as in ROUTE_DOCS. */
+function routeKey(method: unknown, url: string): string {
+  const m = Array.isArray(method) ? String(method[0]) : String(method);
+  return `${m.toUpperCase()} ${url}`;
+}
+
+/**
+ * Fill `description` of every property (recursively) that has none, from FIELD_DESCRIPTIONS; give array
+ * bodies their batch size. Mutates and returns `schema`. A property that is a bare $ref is left alone
+ * (OpenAPI 3.0 ignores siblings of $ref).
+ */
+export function fillDescriptions(schema: unknown, name?: string): unknown {
+  if (!schema || typeof schema !== 'object') return schema;
+  const s = schema as JsonSchema;
+  if (Array.isArray(s)) {
+    for (const x of s) fillDescriptions(x);
+    return s;
+  }
+  if (typeof s.$ref === 'string') return s;
+  if (name && typeof s.description !== 'string' && FIELD_DESCRIPTIONS[name]) s.description = FIELD_DESCRIPTIONS[name];
+  if (s.type === 'array' && typeof s.description !== 'string' && typeof s.maxItems === 'number') {
+    s.description = `${typeof s.minItems === 'number' ? s.minItems : 0} to ${s.maxItems} items`;
+  }
+  const props = s.properties as Record<string, unknown> | undefined;
+  if (props && typeof props === 'object') for (const [k, v] of Object.entries(props)) fillDescriptions(v, k);
+  if (s.items) fillDescriptions(s.items, undefined);
+  for (const key of ['anyOf', 'oneOf', 'allOf'] as const) if (Array.isArray(s[key])) for (const x of s[key] as unknown[]) fillDescriptions(x, name);
+  if (s.additionalProperties && typeof s.additionalProperties === 'object') fillDescriptions(s.additionalProperties);
+  return s;
+}
+
+/** Default errors of a route without a ROUTE_DOCS entry. */
+function defaultErrors(url: string, method: string, schema: JsonSchema): number[] {
+  const out: number[] = [];
+  if (schema.querystring || schema.body || schema.params) out.push(400);
+  if (url.startsWith('/api/')) out.push(404, 503);
+  if (method === 'POST') out.push(413, 415);
+  return out;
+}
+
+type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
+
+/** The swagger `transform`: documentation responses, then jsonSchemaTransform, then descriptions. */
+export function documentedTransform(doc: TransformInput): ReturnType<typeof jsonSchemaTransform> {
+  const schema = (doc.schema ?? {}) as JsonSchema;
+  if (schema.hide) return jsonSchemaTransform(doc);
+  const method = String(Array.isArray(doc.route?.method) ? doc.route.method[0] : doc.route?.method ?? 'GET').toUpperCase();
+  const info = ROUTE_DOCS[routeKey(method, doc.url)];
+  const response: Record<string, unknown> = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
+  if (!response['200']) {
+    const contentType = info?.responseContentType ?? 'application/json';
+    const body = info?.response ?? (contentType === 'application/json' ? undefined : z.string());
+    if (body) response['200'] = { description: 'Success', content: { [contentType]: { schema: body } } };
+  }
+  for (const code of [...(info?.errors ?? defaultErrors(doc.url, method, schema)), 500]) {
+    if (!response[String(code)]) {
+      response[String(code)] = { description: ERROR_STATUS_TEXT[code] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } };
+    }
+  }
+  const withDocs: JsonSchema = {
+    ...schema,
+    response,
+    ...(info && !schema.tags ? { tags: [...info.tags] } : {}),
+    ...(info?.description && !schema.description ? { description: info.description } : {}),
+  };
+  const out = jsonSchemaTransform({ ...doc, schema: withDocs } as TransformInput);
+  const t = out.schema as JsonSchema;
+  for (const part of ['querystring', 'body', 'params', 'headers'] as const) if (t[part]) fillDescriptions(t[part]);
+  const res = t.response as Record<string, { content?: Record<string, { schema?: unknown }> } | JsonSchema> | undefined;
+  if (res) {
+    for (const r of Object.values(res)) {
+      const content = (r as { content?: Record<string, { schema?: unknown }> }).content;
+      if (content) for (const c of Object.values(content)) fillDescriptions(c.schema);
+      else fillDescriptions(r);
+    }
+  }
+  return out;
+}
+
+/** Register @fastify/swagger (with the documentation transform), /openapi.json and the /docs UI on `app`. */
+export async function registerOpenApi(app: FastifyInstance, version = '0.1.0'): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.0.3',
+      info: {
+        title: 'Vol-surface service: option analytics and market data',
+        description:
+          'Valuation, implied volatility, risk scenarios, funding rates, forward curve and volatility summary from volatility surfaces ' +
+          'calibrated live to Deribit (XCHG_A), OKX (XCHG_B) and Bybit (XCHG_C). Conventions: every timestamp is Unix time in seconds (UTC); ' +
+          'IVs are fractions (0.55 = 55 %); T in years ACT/365; Black-76 on the expiry forward with r = 0; prices and strikes in the quote currency. ' +
+          'Batch endpoints take a JSON array and answer one result per item carrying its instrumentId. Every error answers the ErrorBody shape. ' +
+          '503 means no calibrated data yet or stale data, never a silent stale answer.',
+        version,
+      },
+      tags: TAGS,
+    },
+    transform: documentedTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+  await app.register(swaggerUi, { routePrefix: DOCS_PATH });
+  app.get(OPENAPI_JSON_PATH, { schema: { hide: true } }, async () => app.swagger());
+}

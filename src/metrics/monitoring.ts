@@ -1,0 +1,88 @@
+/**
+ * The monitoring side of one running service: Prometheus metrics (ServiceMetrics), the per-feed message
+ * rates shared by /metrics and the dashboard, the feed-status panel, and the start-up log lines. Created by
+ * src/service.ts before the feeds start; handed to buildApp (src/api/app.ts), which serves /metrics and the
+ * dashboard from it (src/api/plugins/monitoring.ts).
+ */
+import type { Observable } from 'rxjs';
+import type { FeedStats, MarketFeed } from '../../adapters/types.js';
+import type { MarketCache } from '../cache/marketCache.js';
+import type { Clock } from '../domain/clock.js';
+import type { MarketEvent } from '../domain/events.js';
+import type { CalibrationResult } from '../../streams/calibrate.js';
+import { feedPanel, type FeedPanel } from '../dashboard/state.js';
+import { FeedRates } from './feedRates.js';
+import { ServiceMetrics, type PublisherLike } from './serviceMetrics.js';
+import { attachStartupLog, logFeedsStarting, type StartupLog, type StartupLogger } from './startupLog.js';
+
+/** Inputs of {@link Monitoring}. */
+export interface MonitoringOptions {
+  readonly cache: MarketCache;
+  /** The service's feeds (the array may be filled after construction). */
+  readonly feeds: readonly MarketFeed[];
+  /** The Kafka publisher, when the service publishes. */
+  readonly publisher?: () => PublisherLike | null;
+  readonly clock?: Clock;
+  /** Start-up log lines (instruments loaded per exchange); none without a logger. */
+  readonly logger?: StartupLogger;
+  /** The merged market events (for the start-up log). */
+  readonly events$?: Observable<MarketEvent>;
+  /** Collect the Node.js process metrics (default true). */
+  readonly defaultMetrics?: boolean;
+  /** Wall clock, Unix seconds (tests). */
+  readonly wallNowS?: () => number;
+}
+
+export class Monitoring {
+  readonly metrics: ServiceMetrics;
+  readonly feedRates = new FeedRates();
+  readonly cache: MarketCache;
+  private readonly startup: StartupLog | null;
+  private readonly wallNowS: () => number;
+
+  constructor(private readonly opts: MonitoringOptions) {
+    this.cache = opts.cache;
+    this.wallNowS = opts.wallNowS ?? (() => Date.now() / 1000);
+    this.metrics = new ServiceMetrics({
+      cache: opts.cache,
+      feeds: () => opts.feeds,
+      feedRates: this.feedRates,
+      wallNowS: this.wallNowS,
+      ...(opts.publisher ? { publisher: opts.publisher } : {}),
+      ...(opts.clock ? { clock: opts.clock } : {}),
+      ...(opts.defaultMetrics !== undefined ? { defaultMetrics: opts.defaultMetrics } : {}),
+    });
+    this.startup = opts.logger && opts.events$ ? attachStartupLog(opts.events$, opts.logger) : null;
+  }
+
+  /** Current stats of every feed. */
+  feedStats(): FeedStats[] {
+    return this.opts.feeds.map((f) => f.stats());
+  }
+
+  /** The dashboard's feed-status panel now. */
+  feedPanel(): FeedPanel[] {
+    return feedPanel(this.cache, this.feedStats(), this.feedRates, this.wallNowS());
+  }
+
+  /** Wall-clock Unix seconds now. */
+  now(): number {
+    return this.wallNowS();
+  }
+
+  /** Log the feeds about to start (call right before `feed.start()`). */
+  feedsStarting(): void {
+    if (this.opts.logger) logFeedsStarting(this.opts.logger, this.opts.feeds.map((f) => f.source), this.cache.expected());
+  }
+
+  /** streams/pipeline.ts onCalibrated: metrics of one chain calibration. */
+  observeCalibration(r: CalibrationResult): void {
+    this.metrics.observeCalibration(r);
+  }
+
+  /** Stop listening to the cache and the events. */
+  close(): void {
+    this.metrics.close();
+    this.startup?.close();
+  }
+}
