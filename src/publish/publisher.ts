@@ -17,8 +17,9 @@
  * - the broker may be absent at start or vanish later: a background loop connects, creates the topics
  *   (src/publish/topics.ts), optionally restores the funding history (`onRestoredFunding`) and then drains
  *   everything pending; `close()` flushes within a bounded time.
- * - `surface-history`: at most one surface document per key per `historyIntervalS` (observation time), without the
- *   quotes, for the 24 h snapshot history (restoreSurfaceHistory in src/replica/history.ts reads it back).
+ * - `surface-history`: the first surface document of each key in each aligned bucket of `historyIntervalS` seconds
+ *   of observation time, without the quotes, for the 24 h snapshot history (src/replica/history.ts
+ *   restoreSurfaceHistory reads it back).
  *
  * Sources: kafkajs 2.2.4 producer docs (https://kafka.js.org/docs/producing, idempotent producer, sendBatch);
  * Kafka idempotent producer semantics, KIP-98.
@@ -63,7 +64,10 @@ export interface KafkaPublisherOptions extends TopicSettings {
   readonly logger?: KafkaLogger;
   /** Carry each expiry's quotes in surface-snapshots (default true; surface-history never does). */
   readonly includeQuotes?: boolean;
-  /** Minimum observation-time seconds between two surface-history documents of one key (default 60; 0 = off). */
+  /**
+   * surface-history sampling: the first snapshot of each key in each aligned bucket of this many seconds of
+   * observation time, floor(observationTimestamp / historyIntervalS) (default 60; 0 = off).
+   */
   readonly historyIntervalS?: number;
   /** Funding queue depth that raises the alarm (default 100 000). Nothing is dropped past it. */
   readonly fundingQueueAlarm?: number;
@@ -176,7 +180,7 @@ export class KafkaPublisher {
   private readonly curves = new Map<string, Waiting<ForwardCurveSnapshot>>();
   private funding: Array<Waiting<FundingRate>> = [];
   private history: Array<Waiting<SurfaceSnapshot>> = [];
-  private readonly lastHistoryObs = new Map<string, number>();
+  private readonly lastHistoryBucket = new Map<string, number>();
   /** Listed points of each forward-curve object (the surface snapshot holds the object, its snapshot the points). */
   private readonly curvePoints = new WeakMap<object, ForwardCurveSnapshot['points']>();
   private inFlight: OutRecord[] | null = null;
@@ -259,9 +263,12 @@ export class KafkaPublisher {
         if (this.surfaces.has(key)) this.s.conflated++;
         this.surfaces.set(key, { item: s, enqueuedAt: now });
         if (this.historyIntervalS > 0) {
-          const last = this.lastHistoryObs.get(key);
-          if (last === undefined || s.observationTimestamp - last >= this.historyIntervalS) {
-            this.lastHistoryObs.set(key, s.observationTimestamp);
+          // The first snapshot of each aligned bucket floor(obs / interval): a history store that keeps the first
+          // snapshot per (coarser, aligned) bucket then holds the same snapshots on a replica as on the calibrator.
+          const bucket = Math.floor(s.observationTimestamp / this.historyIntervalS);
+          const last = this.lastHistoryBucket.get(key);
+          if (last === undefined || bucket > last) {
+            this.lastHistoryBucket.set(key, bucket);
             this.history.push({ item: s, enqueuedAt: now });
             if (this.history.length > this.historyQueueMax) {
               this.history.splice(0, this.history.length - this.historyQueueMax);

@@ -2,8 +2,8 @@
  * Restore the 24 h surface-snapshot history from Kafka at start-up (for the iVSummary 24 h changes, issue 4).
  *
  * `surface-snapshots` is compacted (only the latest document per key survives), so the history lives in its own
- * topic `surface-history`: time retention 25 h, at most one document per key per `historyIntervalS` (60 s by
- * default) of observation time, written by the KafkaPublisher, record timestamp = observationTimestamp. This reads
+ * topic `surface-history`: time retention 25 h, the first document of each key per aligned `historyIntervalS` bucket
+ * (60 s by default) of observation time, written by the KafkaPublisher, record timestamp = observationTimestamp. This reads
  * it from the first record at or after `sinceS` to the end and hands each rebuilt snapshot to the caller in order
  * per key (docs/events.md "History").
  */

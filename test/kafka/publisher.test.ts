@@ -33,7 +33,7 @@ const BTC = { base: 'BTC', quote: 'USD' } as const;
 const ETH = { base: 'ETH', quote: 'USD' } as const;
 const SOL = { base: 'SOL', quote: 'USDC' } as const;
 const XRP = { base: 'XRP', quote: 'USDC' } as const;
-const T0 = Math.floor(Date.now() / 1000) - 3600;
+const T0 = Math.floor((Date.now() / 1000 - 3600) / 60) * 60; // aligned to the 60 s history buckets
 const H = 3600;
 
 describe.skipIf(!kafka)('KafkaPublisher on a real broker', () => {
@@ -75,7 +75,8 @@ describe.skipIf(!kafka)('KafkaPublisher on a real broker', () => {
 
   it('publishes one schema-valid document per update, keyed per decisions.md, in order per key', async () => {
     const sent: SurfaceSnapshot[] = [];
-    // Three recalibrations of BTC (observation times T0, T0+30, T0+61: history keeps T0 and T0+61), one of ETH.
+    // Three recalibrations of BTC (observation times T0, T0+30, T0+61: history keeps T0 and T0+61, the first of
+    // each 60 s bucket), one of ETH.
     for (const [i, dt] of [0, 30, 61].entries()) {
       const { surface, curve } = makeSnapshots('DERIBIT', BTC, T0 + dt, i + 1, i);
       cache.putSurface(surface);
