@@ -34,6 +34,23 @@
  */
 import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
 import type { Pair } from '../../src/domain/markets.js';
+import {
+  CommonDropKinds,
+  FundingDedupe,
+  FundingHistoryBuilder,
+  HOUR_MS,
+  drop,
+  errorMessage,
+  finite,
+  fundingRate,
+  instrumentDefinition,
+  isRecord,
+  neverThrows,
+  pos,
+  zodDetail,
+  type DroppedItem,
+  type ListNormalizeResult,
+} from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../types.js';
 import { parseBybitSymbol, pairOfBaseCoin, type BybitSymbol } from './instruments.js';
 import {
@@ -48,62 +65,21 @@ import {
   type LinearTicker,
 } from './wire.js';
 
-/** One dropped item with its counting label (see {@link BybitDropKinds}). */
-export interface DroppedItem {
-  readonly kind: string;
-  readonly detail: string;
-}
-
-/** Result of normalizing a list (REST listing, funding history): kept events and per-item drops. */
-export interface ListNormalizeResult<E> {
-  readonly events: E[];
-  readonly dropped: DroppedItem[];
-}
+export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
 
 /** The stable drop labels of the Bybit normalizer (metrics, README). */
 export const BybitDropKinds = {
-  malformed: 'malformed',
-  badTicker: 'bad-ticker',
-  badInstrument: 'bad-instrument',
-  badFunding: 'bad-funding',
+  ...CommonDropKinds,
   deltaWithoutSnapshot: 'delta-without-snapshot',
-  closed: 'closed-instrument',
-  inactive: 'inactive-instrument',
-  unsupportedInstrument: 'unsupported-instrument',
   ignoredTopic: 'ignored-topic',
   unknownMessage: 'unknown-message',
   subscribeError: 'subscribe-error',
   restError: 'rest-error',
-  internal: 'normalizer-error',
 } as const;
 
 const SOURCE = 'BYBIT' as const;
-const HOUR_MS = 3_600_000;
 /** Bybit's usual funding interval, hours (docs: fundingIntervalHour "8" in the examples). */
 export const BYBIT_DEFAULT_FUNDING_INTERVAL_H = 8;
-
-function drop(kind: string, detail: string): NormalizeResult {
-  return { ok: false, kind, detail };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function zodDetail(err: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
-  return err.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`)
-    .join('; ');
-}
-
-function pos(v: number | null | undefined): v is number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0;
-}
-
-function finite(v: number | null | undefined): v is number {
-  return typeof v === 'number' && Number.isFinite(v);
-}
 
 /**
  * Held linear ticker records, per symbol: `snapshot` replaces, `delta` is merged field by field
@@ -166,12 +142,11 @@ export class BybitNormalizer {
   readonly book = new BybitTickerBook();
   private readonly listing = new Map<string, BybitListingInfo>();
   private readonly lastIndex = new Map<string, { price: number; ts: number }>();
-  private readonly fundingSeen = new Map<string, Set<number>>();
-  private readonly fundingMemory: number;
+  private readonly fundingSeen: FundingDedupe;
   private readonly indexMinIntervalS: number;
 
   constructor(opts: BybitNormalizerOptions = {}) {
-    this.fundingMemory = opts.fundingMemory ?? 5_000;
+    this.fundingSeen = new FundingDedupe(opts.fundingMemory ?? 5_000);
     this.indexMinIntervalS = opts.indexMinIntervalS ?? 1;
   }
 
@@ -182,25 +157,11 @@ export class BybitNormalizer {
 
   /** Mark a funding point (symbol, Unix s) as published; true when it was new. Never emitted again. */
   noteFunding(instrumentId: string, timestampS: number): boolean {
-    let seen = this.fundingSeen.get(instrumentId);
-    if (!seen) {
-      seen = new Set();
-      this.fundingSeen.set(instrumentId, seen);
-    }
-    if (seen.has(timestampS)) return false;
-    seen.add(timestampS);
-    if (seen.size > this.fundingMemory) seen.delete(Math.min(...seen));
-    return true;
+    return this.fundingSeen.note(instrumentId, timestampS);
   }
 
   /** The {@link Normalizer}: one parsed message + receive time (Unix s). Never throws. */
-  readonly normalize: Normalizer = (raw, receivedAtS) => {
-    try {
-      return this.inner(raw, receivedAtS);
-    } catch (e) {
-      return drop(BybitDropKinds.internal, e instanceof Error ? e.message : String(e));
-    }
-  };
+  readonly normalize: Normalizer = neverThrows((raw, receivedAtS) => this.inner(raw, receivedAtS), BybitDropKinds.internal);
 
   private symbolInfo(symbol: string): { ok: true; inst: BybitSymbol } | { ok: false; reason: 'unsupported' | 'malformed'; detail: string } {
     const l = this.listing.get(symbol);
@@ -361,7 +322,7 @@ export class BybitNormalizer {
   private fundingPoint(inst: BybitSymbol, timestampS: number, interest: number, intervalHours: number): FundingRate | null {
     if (!(intervalHours > 0)) return null;
     if (!this.noteFunding(inst.name, timestampS)) return null;
-    return { kind: 'funding', source: SOURCE, instrumentId: inst.name, base: inst.pair.base, quote: inst.pair.quote, interest, intervalHours, timestamp: timestampS };
+    return fundingRate(SOURCE, inst.name, inst.pair, interest, intervalHours, timestampS);
   }
 }
 
@@ -459,21 +420,9 @@ export function normalizeBybitInstruments(body: unknown, receivedAtS: number): B
         instrument: fixed,
         fundingIntervalHours: inst.type === 'perpetual' && typeof it.fundingInterval === 'number' && it.fundingInterval > 0 ? it.fundingInterval / 60 : null,
       });
-      events.push({
-        kind: 'instrument',
-        source: SOURCE,
-        instrument: inst.name,
-        base: inst.pair.base,
-        quote: inst.pair.quote,
-        type: inst.type,
-        expirationTimestamp: expiry,
-        strike: inst.strike,
-        optionType: inst.optionType,
-        inverse: false,
-        timestamp: pos(it.launchTime) ? it.launchTime / 1000 : receivedAtS,
-      });
+      events.push(instrumentDefinition(SOURCE, inst, expiry, pos(it.launchTime) ? it.launchTime / 1000 : receivedAtS));
     } catch (e) {
-      dropped.push({ kind: BybitDropKinds.internal, detail: e instanceof Error ? e.message : String(e) });
+      dropped.push({ kind: BybitDropKinds.internal, detail: errorMessage(e) });
     }
   }
   return { events, dropped, listing, nextPageCursor };
@@ -496,7 +445,7 @@ export function normalizeBybitFundingHistory(body: unknown, intervalHours?: numb
     if (!r.ok) return { events: [], dropped: [{ kind: BybitDropKinds.restError, detail: r.detail }] };
     list = r.list;
   }
-  const bySym = new Map<string, { inst: BybitSymbol; points: Map<number, number> }>();
+  const history = new FundingHistoryBuilder();
   for (const item of list) {
     const parsed = FundingHistoryItemSchema.safeParse(item);
     if (!parsed.success) {
@@ -513,30 +462,7 @@ export function normalizeBybitFundingHistory(body: unknown, intervalHours?: numb
       dropped.push({ kind: BybitDropKinds.badFunding, detail: `${it.symbol}: ${it.fundingRateTimestamp} ${it.fundingRate}` });
       continue;
     }
-    let e = bySym.get(it.symbol);
-    if (!e) {
-      e = { inst: p.instrument, points: new Map() };
-      bySym.set(it.symbol, e);
-    }
-    e.points.set(it.fundingRateTimestamp, it.fundingRate);
+    history.add(p.instrument, it.fundingRateTimestamp, it.fundingRate);
   }
-  const events: FundingRate[] = [];
-  for (const { inst, points } of bySym.values()) {
-    const times = [...points.keys()].sort((a, b) => a - b);
-    times.forEach((t, i) => {
-      const gapH = i > 0 ? (t - (times[i - 1] as number)) / HOUR_MS : times.length > 1 ? ((times[1] as number) - t) / HOUR_MS : BYBIT_DEFAULT_FUNDING_INTERVAL_H;
-      events.push({
-        kind: 'funding',
-        source: SOURCE,
-        instrumentId: inst.name,
-        base: inst.pair.base,
-        quote: inst.pair.quote,
-        interest: points.get(t) as number,
-        intervalHours: intervalHours && intervalHours > 0 ? intervalHours : gapH,
-        timestamp: t / 1000,
-      });
-    });
-  }
-  events.sort((a, b) => a.timestamp - b.timestamp || a.instrumentId.localeCompare(b.instrumentId));
-  return { events, dropped };
+  return { events: history.events(SOURCE, BYBIT_DEFAULT_FUNDING_INTERVAL_H, intervalHours), dropped };
 }

@@ -24,6 +24,19 @@
  */
 import type { FundingRate, InstrumentDefinition, MarketEvent } from '../../src/domain/events.js';
 import type { Pair } from '../../src/domain/markets.js';
+import {
+  CommonDropKinds,
+  drop,
+  errorMessage,
+  fundingRate,
+  instrumentDefinition as definitionEvent,
+  isRecord,
+  neverThrows,
+  pos,
+  zodDetail,
+  type DroppedItem,
+  type ListNormalizeResult,
+} from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../types.js';
 import { parseInstrumentName, pairOfIndexName, type DeribitInstrument } from './instruments.js';
 import {
@@ -41,58 +54,22 @@ import {
   type PriceIndexData,
 } from './wire.js';
 
-/** One dropped item with its counting label (see {@link DropKinds}). */
-export interface DroppedItem {
-  readonly kind: string;
-  readonly detail: string;
-}
-
-/** Result of normalizing a list response (instrument listing, funding history): kept events and per-item drops. */
-export interface ListNormalizeResult<E> {
-  readonly events: E[];
-  readonly dropped: DroppedItem[];
-}
+export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
 
 /** The stable drop labels this normalizer uses (for metrics and the README). */
 export const DropKinds = {
-  malformed: 'malformed',
-  badTicker: 'bad-ticker',
+  ...CommonDropKinds,
   badIndex: 'bad-index',
-  badInstrument: 'bad-instrument',
-  badFunding: 'bad-funding',
   combo: 'combo-instrument',
-  unsupportedInstrument: 'unsupported-instrument',
   unsupportedIndex: 'unsupported-index',
-  closed: 'closed-instrument',
-  inactive: 'inactive-instrument',
   unknownChannel: 'unknown-channel',
   unknownMethod: 'unknown-method',
   unknownResponse: 'unknown-response',
   rpcError: 'rpc-error',
   unattributedFunding: 'unattributed-funding-history',
-  internal: 'normalizer-error',
 } as const;
 
 const SOURCE = 'DERIBIT' as const;
-
-function drop(kind: string, detail: string): NormalizeResult {
-  return { ok: false, kind, detail };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function zodDetail(err: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
-  return err.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`)
-    .join('; ');
-}
-
-function pos(v: number | null | undefined): v is number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0;
-}
 
 /** Map a parse failure of an instrument name to a drop label. */
 function nameDropKind(reason: 'combo' | 'unsupported' | 'malformed', badKind: string): string {
@@ -263,13 +240,7 @@ function normalizeInner(raw: unknown, receivedAtS: number): NormalizeResult {
  * FutureQuote), `deribit_price_index.*` (IndexPrice), public/get_instruments results
  * (InstrumentDefinition), heartbeats and control responses (no events). Pure; never throws.
  */
-export const normalizeDeribit: Normalizer = (raw, receivedAtS) => {
-  try {
-    return normalizeInner(raw, receivedAtS);
-  } catch (e) {
-    return drop(DropKinds.internal, e instanceof Error ? e.message : String(e));
-  }
-};
+export const normalizeDeribit: Normalizer = neverThrows(normalizeInner, DropKinds.internal);
 
 /**
  * A public/get_instruments `result` (array of instruments) -> InstrumentDefinition events for the
@@ -289,7 +260,7 @@ export function normalizeInstrumentList(result: unknown, receivedAtS: number): L
       if (r.ok) events.push(r.def);
       else dropped.push(r.dropped);
     } catch (e) {
-      dropped.push({ kind: DropKinds.internal, detail: e instanceof Error ? e.message : String(e) });
+      dropped.push({ kind: DropKinds.internal, detail: errorMessage(e) });
     }
   }
   return { events, dropped };
@@ -320,19 +291,7 @@ function instrumentDefinition(item: unknown, receivedAtS: number): DefinitionRes
     if (ot !== undefined && ot !== inst.optionType) return no(DropKinds.badInstrument, `${inst.name} option_type ${it.option_type}`);
   }
   const created = it.creation_timestamp;
-  const def: InstrumentDefinition = {
-    kind: 'instrument',
-    source: SOURCE,
-    instrument: inst.name,
-    base: inst.pair.base,
-    quote: inst.pair.quote,
-    type: inst.type,
-    expirationTimestamp: inst.expirationTimestamp,
-    strike: inst.strike,
-    optionType: inst.optionType,
-    inverse: inst.inverse,
-    timestamp: typeof created === 'number' && created > 0 ? created / 1000 : receivedAtS,
-  };
+  const def = definitionEvent(SOURCE, inst, inst.expirationTimestamp, typeof created === 'number' && created > 0 ? created / 1000 : receivedAtS);
   return { ok: true, def };
 }
 
@@ -360,16 +319,7 @@ export function normalizeFundingHistory(result: unknown, instrumentId: string, p
       continue;
     }
     const ts = pt.timestamp / 1000;
-    byTs.set(ts, {
-      kind: 'funding',
-      source: SOURCE,
-      instrumentId,
-      base: pair.base,
-      quote: pair.quote,
-      interest: pt.interest_1h,
-      intervalHours: 1,
-      timestamp: ts,
-    });
+    byTs.set(ts, fundingRate(SOURCE, instrumentId, pair, pt.interest_1h, 1, ts));
   }
   const events = [...byTs.values()].sort((a, b) => a.timestamp - b.timestamp);
   return { events, dropped };

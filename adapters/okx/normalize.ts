@@ -37,6 +37,22 @@
  * ../shared/exchange-samples/okx/.
  */
 import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
+import {
+  CommonDropKinds,
+  FundingDedupe,
+  FundingHistoryBuilder,
+  HOUR_MS,
+  drop,
+  errorMessage,
+  fundingRate,
+  instrumentDefinition,
+  isRecord,
+  neverThrows,
+  pos,
+  zodDetail,
+  type DroppedItem,
+  type ListNormalizeResult,
+} from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../types.js';
 import { parseOkxInstId, pairOfFamily, type OkxInstrument } from './instruments.js';
 import {
@@ -54,66 +70,29 @@ import {
   type OptSummary,
 } from './wire.js';
 
-/** One dropped item with its counting label (see {@link OkxDropKinds}). */
-export interface DroppedItem {
-  readonly kind: string;
-  readonly detail: string;
-}
-
-/** Result of normalizing a list (REST listing, funding history): kept events and per-item drops. */
-export interface ListNormalizeResult<E> {
-  readonly events: E[];
-  readonly dropped: DroppedItem[];
-}
+export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
 
 /** The stable drop labels of the OKX normalizer (metrics, README). */
 export const OkxDropKinds = {
-  malformed: 'malformed',
+  ...CommonDropKinds,
   badOptSummary: 'bad-opt-summary',
   noForward: 'no-forward',
   badIndex: 'bad-index',
   badMark: 'bad-mark-price',
-  badTicker: 'bad-ticker',
-  badFunding: 'bad-funding',
-  badInstrument: 'bad-instrument',
   noIndexYet: 'no-index-yet',
-  closed: 'closed-instrument',
-  inactive: 'inactive-instrument',
-  unsupportedInstrument: 'unsupported-instrument',
   unsupportedIndex: 'unsupported-index',
   ignoredChannel: 'ignored-channel',
   unknownChannel: 'unknown-channel',
   unknownEvent: 'unknown-event',
   wsError: 'ws-error',
   restError: 'rest-error',
-  internal: 'normalizer-error',
 } as const;
 
 const SOURCE = 'OKX' as const;
-const HOUR_MS = 3_600_000;
 /** OKX's usual funding interval, hours (docs: funding rate channel, "currently set at 8 hours"). */
 export const OKX_DEFAULT_FUNDING_INTERVAL_H = 8;
 
 type ItemResult = { ok: true; events: MarketEvent[] } | { ok: false; kind: string; detail: string };
-
-function no(kind: string, detail: string): ItemResult {
-  return { ok: false, kind, detail };
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-function zodDetail(err: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
-  return err.issues
-    .slice(0, 3)
-    .map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`)
-    .join('; ');
-}
-
-function pos(v: number | null | undefined): v is number {
-  return typeof v === 'number' && Number.isFinite(v) && v > 0;
-}
 
 function nameDrop(reason: 'unsupported' | 'malformed', bad: string): string {
   return reason === 'unsupported' ? OkxDropKinds.unsupportedInstrument : bad;
@@ -175,15 +154,14 @@ export class OkxNormalizer {
   private readonly nearestForward = new Map<string, { expiry: number; forward: number }>();
   private readonly marks = new Map<string, Held>();
   private readonly funding = new Map<string, HeldFunding>();
-  private readonly fundingSeen = new Map<string, Set<number>>();
+  private readonly fundingSeen: FundingDedupe;
   private readonly expiries = new Map<string, number>();
   private readonly onItemDrop: (kind: string, detail: string) => void;
-  private readonly fundingMemory: number;
   private fallbacks = 0;
 
   constructor(opts: OkxNormalizerOptions = {}) {
     this.onItemDrop = opts.onItemDrop ?? (() => {});
-    this.fundingMemory = opts.fundingMemory ?? 5_000;
+    this.fundingSeen = new FundingDedupe(opts.fundingMemory ?? 5_000);
   }
 
   /** OptionQuotes emitted with the nearest-expiry forward as index (no index seen yet for the family). */
@@ -210,37 +188,20 @@ export class OkxNormalizer {
    * returns true when it was new. The normalizer never emits a marked point again.
    */
   noteFunding(instrumentId: string, timestampS: number): boolean {
-    let seen = this.fundingSeen.get(instrumentId);
-    if (!seen) {
-      seen = new Set();
-      this.fundingSeen.set(instrumentId, seen);
-    }
-    if (seen.has(timestampS)) return false;
-    seen.add(timestampS);
-    if (seen.size > this.fundingMemory) {
-      const oldest = Math.min(...seen);
-      seen.delete(oldest);
-    }
-    return true;
+    return this.fundingSeen.note(instrumentId, timestampS);
   }
 
   /** The {@link Normalizer}: one parsed message (or the text `pong`) + receive time (Unix s). Never throws. */
-  readonly normalize: Normalizer = (raw, receivedAtS) => {
-    try {
-      return this.inner(raw, receivedAtS);
-    } catch (e) {
-      return { ok: false, kind: OkxDropKinds.internal, detail: e instanceof Error ? e.message : String(e) };
-    }
-  };
+  readonly normalize: Normalizer = neverThrows((raw, receivedAtS) => this.inner(raw, receivedAtS), OkxDropKinds.internal);
 
   private inner(raw: unknown, receivedAtS: number): NormalizeResult {
     if (raw === 'pong') return { ok: true, events: [] };
-    if (!isRecord(raw)) return { ok: false, kind: OkxDropKinds.malformed, detail: `not a JSON object: ${typeof raw}` };
-    if (!Number.isFinite(receivedAtS)) return { ok: false, kind: OkxDropKinds.malformed, detail: `receivedAt ${receivedAtS}` };
+    if (!isRecord(raw)) return drop(OkxDropKinds.malformed, `not a JSON object: ${typeof raw}`);
+    if (!Number.isFinite(receivedAtS)) return drop(OkxDropKinds.malformed, `receivedAt ${receivedAtS}`);
     if (typeof raw['event'] === 'string') return this.event(raw);
-    if (!('arg' in raw) || !('data' in raw)) return { ok: false, kind: OkxDropKinds.malformed, detail: 'neither a push nor an event' };
+    if (!('arg' in raw) || !('data' in raw)) return drop(OkxDropKinds.malformed, 'neither a push nor an event');
     const push = OkxPushSchema.safeParse(raw);
-    if (!push.success) return { ok: false, kind: OkxDropKinds.malformed, detail: `push: ${zodDetail(push.error)}` };
+    if (!push.success) return drop(OkxDropKinds.malformed, `push: ${zodDetail(push.error)}`);
     const { arg, data } = push.data;
     let handle: (item: unknown, recv: number) => ItemResult;
     switch (arg.channel) {
@@ -268,9 +229,9 @@ export class OkxNormalizer {
       case 'open-interest':
       case 'price-limit':
       case 'estimated-price':
-        return { ok: false, kind: OkxDropKinds.ignoredChannel, detail: arg.channel };
+        return drop(OkxDropKinds.ignoredChannel, arg.channel);
       default:
-        return { ok: false, kind: OkxDropKinds.unknownChannel, detail: arg.channel.slice(0, 80) };
+        return drop(OkxDropKinds.unknownChannel, arg.channel.slice(0, 80));
     }
     return this.combine(data.map((it) => handle(it, receivedAtS)));
   }
@@ -294,7 +255,7 @@ export class OkxNormalizer {
 
   private event(raw: Record<string, unknown>): NormalizeResult {
     const e = OkxEventSchema.safeParse(raw);
-    if (!e.success) return { ok: false, kind: OkxDropKinds.malformed, detail: `event: ${zodDetail(e.error)}` };
+    if (!e.success) return drop(OkxDropKinds.malformed, `event: ${zodDetail(e.error)}`);
     const ev = e.data;
     switch (ev.event) {
       case 'subscribe':
@@ -302,9 +263,9 @@ export class OkxNormalizer {
       case 'notice':
         return { ok: true, events: [] };
       case 'error':
-        return { ok: false, kind: OkxDropKinds.wsError, detail: `${ev.code ?? '?'} ${ev.msg ?? ''}`.slice(0, 300) };
+        return drop(OkxDropKinds.wsError, `${ev.code ?? '?'} ${ev.msg ?? ''}`.slice(0, 300));
       default:
-        return { ok: false, kind: OkxDropKinds.unknownEvent, detail: ev.event.slice(0, 80) };
+        return drop(OkxDropKinds.unknownEvent, ev.event.slice(0, 80));
     }
   }
 
@@ -360,16 +321,16 @@ export class OkxNormalizer {
     const p = parseOkxInstId(id);
     if (!p.ok) return { ok: false, kind: nameDrop(p.reason, OkxDropKinds.badOptSummary), detail: p.detail };
     const inst = p.instrument;
-    if (inst.type !== 'option') return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name} is not an option` };
+    if (inst.type !== 'option') return drop(OkxDropKinds.badOptSummary, `${inst.name} is not an option`);
     const parsed = OptSummarySchema.safeParse(item);
-    if (!parsed.success) return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name}: ${zodDetail(parsed.error)}` };
+    if (!parsed.success) return drop(OkxDropKinds.badOptSummary, `${inst.name}: ${zodDetail(parsed.error)}`);
     const d = parsed.data;
-    if (!pos(d.ts)) return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name}: ts ${d.ts}` };
+    if (!pos(d.ts)) return drop(OkxDropKinds.badOptSummary, `${inst.name}: ts ${d.ts}`);
     const ts = d.ts / 1000;
     const expiry = this.expiryOf(inst) as number;
-    if (ts >= expiry) return { ok: false, kind: OkxDropKinds.closed, detail: `${inst.name} at/after expiry` };
-    if (!pos(d.markVol)) return { ok: false, kind: OkxDropKinds.badOptSummary, detail: `${inst.name}: markVol ${d.markVol}` };
-    if (!pos(d.fwdPx)) return { ok: false, kind: OkxDropKinds.noForward, detail: `${inst.name}: fwdPx ${d.fwdPx === null ? 'missing' : d.fwdPx}` };
+    if (ts >= expiry) return drop(OkxDropKinds.closed, `${inst.name} at/after expiry`);
+    if (!pos(d.markVol)) return drop(OkxDropKinds.badOptSummary, `${inst.name}: markVol ${d.markVol}`);
+    if (!pos(d.fwdPx)) return drop(OkxDropKinds.noForward, `${inst.name}: fwdPx ${d.fwdPx === null ? 'missing' : d.fwdPx}`);
     return { inst, d, expiry, ts };
   }
 
@@ -404,12 +365,12 @@ export class OkxNormalizer {
 
   private indexTicker(item: unknown, receivedAtS: number): ItemResult {
     const parsed = IndexTickerSchema.safeParse(item);
-    if (!parsed.success) return no(OkxDropKinds.badIndex, zodDetail(parsed.error));
+    if (!parsed.success) return drop(OkxDropKinds.badIndex, zodDetail(parsed.error));
     const d = parsed.data;
     const pair = pairOfFamily(d.instId);
-    if (!pair) return no(OkxDropKinds.unsupportedIndex, d.instId.slice(0, 40));
-    if (!pos(d.idxPx)) return no(OkxDropKinds.badIndex, `${d.instId}: idxPx ${d.idxPx}`);
-    if (!pos(d.ts)) return no(OkxDropKinds.badIndex, `${d.instId}: ts ${d.ts}`);
+    if (!pair) return drop(OkxDropKinds.unsupportedIndex, d.instId.slice(0, 40));
+    if (!pos(d.idxPx)) return drop(OkxDropKinds.badIndex, `${d.instId}: idxPx ${d.idxPx}`);
+    if (!pos(d.ts)) return drop(OkxDropKinds.badIndex, `${d.instId}: ts ${d.ts}`);
     const ts = d.ts / 1000;
     const held = this.index.get(d.instId);
     if (!held || ts >= held.ts) this.index.set(d.instId, { price: d.idxPx, ts });
@@ -420,16 +381,16 @@ export class OkxNormalizer {
 
   private futureInstrument(id: unknown, bad: string): { inst: OkxInstrument } | ItemResult {
     const p = parseOkxInstId(id);
-    if (!p.ok) return no(nameDrop(p.reason, bad), p.detail);
-    if (p.instrument.type === 'option') return no(OkxDropKinds.ignoredChannel, `option ${p.instrument.name} on a futures channel`);
+    if (!p.ok) return drop(nameDrop(p.reason, bad), p.detail);
+    if (p.instrument.type === 'option') return drop(OkxDropKinds.ignoredChannel, `option ${p.instrument.name} on a futures channel`);
     return { inst: p.instrument };
   }
 
   private futureQuote(inst: OkxInstrument, markPrice: number, ts: number, receivedAtS: number): ItemResult {
     const idx = this.index.get(inst.family);
-    if (!idx) return no(OkxDropKinds.noIndexYet, `${inst.name}: no ${inst.family} index yet`);
+    if (!idx) return drop(OkxDropKinds.noIndexYet, `${inst.name}: no ${inst.family} index yet`);
     const expiry = this.expiryOf(inst);
-    if (expiry !== null && ts >= expiry) return no(OkxDropKinds.closed, `${inst.name} at/after expiry`);
+    if (expiry !== null && ts >= expiry) return drop(OkxDropKinds.closed, `${inst.name} at/after expiry`);
     const perpetual = inst.type === 'perpetual';
     const f = perpetual ? this.funding.get(inst.name) : undefined;
     const q: FutureQuote = {
@@ -456,10 +417,10 @@ export class OkxNormalizer {
     const fi = this.futureInstrument(id, OkxDropKinds.badMark);
     if ('ok' in fi) return fi;
     const parsed = MarkPriceSchema.safeParse(item);
-    if (!parsed.success) return no(OkxDropKinds.badMark, `${fi.inst.name}: ${zodDetail(parsed.error)}`);
+    if (!parsed.success) return drop(OkxDropKinds.badMark, `${fi.inst.name}: ${zodDetail(parsed.error)}`);
     const d = parsed.data;
-    if (!pos(d.markPx)) return no(OkxDropKinds.badMark, `${fi.inst.name}: markPx ${d.markPx}`);
-    if (!pos(d.ts)) return no(OkxDropKinds.badMark, `${fi.inst.name}: ts ${d.ts}`);
+    if (!pos(d.markPx)) return drop(OkxDropKinds.badMark, `${fi.inst.name}: markPx ${d.markPx}`);
+    if (!pos(d.ts)) return drop(OkxDropKinds.badMark, `${fi.inst.name}: ts ${d.ts}`);
     const ts = d.ts / 1000;
     const held = this.marks.get(fi.inst.name);
     if (!held || ts >= held.ts) this.marks.set(fi.inst.name, { price: d.markPx, ts });
@@ -471,12 +432,12 @@ export class OkxNormalizer {
     const fi = this.futureInstrument(id, OkxDropKinds.badTicker);
     if ('ok' in fi) return fi;
     const parsed = TickerSchema.safeParse(item);
-    if (!parsed.success) return no(OkxDropKinds.badTicker, `${fi.inst.name}: ${zodDetail(parsed.error)}`);
+    if (!parsed.success) return drop(OkxDropKinds.badTicker, `${fi.inst.name}: ${zodDetail(parsed.error)}`);
     if (this.marks.has(fi.inst.name)) return { ok: true, events: [] }; // mark-price is the source once seen
     const d = parsed.data;
-    if (!pos(d.ts)) return no(OkxDropKinds.badTicker, `${fi.inst.name}: ts ${d.ts}`);
+    if (!pos(d.ts)) return drop(OkxDropKinds.badTicker, `${fi.inst.name}: ts ${d.ts}`);
     const mark = pos(d.bidPx) && pos(d.askPx) ? (d.bidPx + d.askPx) / 2 : pos(d.last) ? d.last : null;
-    if (mark === null) return no(OkxDropKinds.badTicker, `${fi.inst.name}: no bid/ask or last`);
+    if (mark === null) return drop(OkxDropKinds.badTicker, `${fi.inst.name}: no bid/ask or last`);
     return this.futureQuote(fi.inst, mark, d.ts / 1000, receivedAtS);
   }
 
@@ -485,13 +446,13 @@ export class OkxNormalizer {
   private fundingRate(item: unknown, receivedAtS: number): ItemResult {
     const id = isRecord(item) ? item['instId'] : undefined;
     const p = parseOkxInstId(id);
-    if (!p.ok) return no(nameDrop(p.reason, OkxDropKinds.badFunding), p.detail);
+    if (!p.ok) return drop(nameDrop(p.reason, OkxDropKinds.badFunding), p.detail);
     const inst = p.instrument;
-    if (inst.type !== 'perpetual') return no(OkxDropKinds.unsupportedInstrument, `${inst.name}: funding of a non-swap`);
+    if (inst.type !== 'perpetual') return drop(OkxDropKinds.unsupportedInstrument, `${inst.name}: funding of a non-swap`);
     const parsed = FundingRatePushSchema.safeParse(item);
-    if (!parsed.success) return no(OkxDropKinds.badFunding, `${inst.name}: ${zodDetail(parsed.error)}`);
+    if (!parsed.success) return drop(OkxDropKinds.badFunding, `${inst.name}: ${zodDetail(parsed.error)}`);
     const d = parsed.data;
-    if (d.fundingRate === null || !pos(d.fundingTime)) return no(OkxDropKinds.badFunding, `${inst.name}: fundingRate ${d.fundingRate}, fundingTime ${d.fundingTime}`);
+    if (d.fundingRate === null || !pos(d.fundingTime)) return drop(OkxDropKinds.badFunding, `${inst.name}: fundingRate ${d.fundingRate}, fundingTime ${d.fundingTime}`);
     const prev = this.funding.get(inst.name);
     const interval =
       pos(d.nextFundingTime) && d.nextFundingTime > d.fundingTime
@@ -527,7 +488,7 @@ export class OkxNormalizer {
   private fundingPoint(inst: OkxInstrument, timestampS: number, interest: number, intervalHours: number): FundingRate | null {
     if (!(intervalHours > 0) || !Number.isFinite(interest)) return null;
     if (!this.noteFunding(inst.name, timestampS)) return null;
-    return { kind: 'funding', source: SOURCE, instrumentId: inst.name, base: inst.pair.base, quote: inst.pair.quote, interest, intervalHours, timestamp: timestampS };
+    return fundingRate(SOURCE, inst.name, inst.pair, interest, intervalHours, timestampS);
   }
 }
 
@@ -601,21 +562,9 @@ export function normalizeOkxInstruments(body: unknown, receivedAtS: number): Lis
           continue;
         }
       }
-      events.push({
-        kind: 'instrument',
-        source: SOURCE,
-        instrument: inst.name,
-        base: inst.pair.base,
-        quote: inst.pair.quote,
-        type: inst.type,
-        expirationTimestamp: expiry,
-        strike: inst.strike,
-        optionType: inst.optionType,
-        inverse: inst.inverse,
-        timestamp: pos(it.listTime) ? it.listTime / 1000 : receivedAtS,
-      });
+      events.push(instrumentDefinition(SOURCE, inst, expiry, pos(it.listTime) ? it.listTime / 1000 : receivedAtS));
     } catch (e) {
-      dropped.push({ kind: OkxDropKinds.internal, detail: e instanceof Error ? e.message : String(e) });
+      dropped.push({ kind: OkxDropKinds.internal, detail: errorMessage(e) });
     }
   }
   return { events, dropped };
@@ -634,7 +583,7 @@ export function normalizeOkxFundingHistory(body: unknown): ListNormalizeResult<F
   const dropped: DroppedItem[] = [];
   const r = restData(body);
   if (!r.ok) return { events: [], dropped: [{ kind: OkxDropKinds.restError, detail: r.detail }] };
-  const byInst = new Map<string, { inst: OkxInstrument; points: Map<number, number> }>();
+  const history = new FundingHistoryBuilder();
   for (const item of r.data) {
     const parsed = FundingHistoryItemSchema.safeParse(item);
     if (!parsed.success) {
@@ -656,30 +605,7 @@ export function normalizeOkxFundingHistory(body: unknown): ListNormalizeResult<F
       dropped.push({ kind: OkxDropKinds.badFunding, detail: `${it.instId}: fundingTime ${it.fundingTime}, rate ${rate}` });
       continue;
     }
-    let e = byInst.get(it.instId);
-    if (!e) {
-      e = { inst: p.instrument, points: new Map() };
-      byInst.set(it.instId, e);
-    }
-    e.points.set(it.fundingTime, rate);
+    history.add(p.instrument, it.fundingTime, rate);
   }
-  const events: FundingRate[] = [];
-  for (const { inst, points } of byInst.values()) {
-    const times = [...points.keys()].sort((a, b) => a - b);
-    times.forEach((t, i) => {
-      const gapMs = i > 0 ? t - (times[i - 1] as number) : times.length > 1 ? (times[1] as number) - t : OKX_DEFAULT_FUNDING_INTERVAL_H * HOUR_MS;
-      events.push({
-        kind: 'funding',
-        source: SOURCE,
-        instrumentId: inst.name,
-        base: inst.pair.base,
-        quote: inst.pair.quote,
-        interest: points.get(t) as number,
-        intervalHours: gapMs / HOUR_MS,
-        timestamp: t / 1000,
-      });
-    });
-  }
-  events.sort((a, b) => a.timestamp - b.timestamp || a.instrumentId.localeCompare(b.instrumentId));
-  return { events, dropped };
+  return { events: history.events(SOURCE, OKX_DEFAULT_FUNDING_INTERVAL_H), dropped };
 }

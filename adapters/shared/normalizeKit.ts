@@ -1,0 +1,200 @@
+/**
+ * Helpers shared by the exchange normalizers (adapters/deribit, okx, bybit `normalize.ts`): drop
+ * results, strict number guards, zod issue summaries, the never-throw wrapper, funding-point
+ * deduplication and the event literals every venue builds the same way.
+ *
+ * Everything here is pure (the {@link FundingDedupe} holds only its own memory), never throws, and
+ * converts no units: callers pass times already in Unix seconds, except where a parameter's name
+ * says ms. Source: adapters/types.ts (NormalizeResult, Normalizer); src/domain/events.ts (event shapes).
+ */
+import type { FundingRate, InstrumentDefinition } from '../../src/domain/events.js';
+import type { Pair, Source } from '../../src/domain/markets.js';
+import type { Normalizer } from '../types.js';
+
+/** One hour in milliseconds (exchange funding times are ms). */
+export const HOUR_MS = 3_600_000;
+
+/**
+ * The drop labels every venue's normalizer uses with the same meaning (metrics and the venues'
+ * README.md); each venue's `...DropKinds` spreads these and adds its own.
+ */
+export const CommonDropKinds = {
+  /** Not JSON, not an object, or an envelope that fails its schema. */
+  malformed: 'malformed',
+  badTicker: 'bad-ticker',
+  badInstrument: 'bad-instrument',
+  badFunding: 'bad-funding',
+  /** A quote at/after its instrument's expiry, or of an instrument not open for trading. */
+  closed: 'closed-instrument',
+  /** A listing item that is not live (inactive, suspended, pre-listing...). */
+  inactive: 'inactive-instrument',
+  /** A well-formed instrument outside the spec's pair table (or a kind we do not follow). */
+  unsupportedInstrument: 'unsupported-instrument',
+  /** An exception inside the normalizer (a bug), caught by {@link neverThrows}. */
+  internal: 'normalizer-error',
+} as const;
+
+/** One dropped item with its counting label (the venue's `...DropKinds`). */
+export interface DroppedItem {
+  readonly kind: string;
+  readonly detail: string;
+}
+
+/** Result of normalizing a list (REST listing, funding history): kept events and per-item drops. */
+export interface ListNormalizeResult<E> {
+  readonly events: E[];
+  readonly dropped: DroppedItem[];
+}
+
+/**
+ * A counted drop: the `ok: false` arm of {@link NormalizeResult} (also of a venue's per-item result).
+ * `kind` is the stable label, `detail` a short human-readable reason.
+ */
+export function drop(kind: string, detail: string): { ok: false; kind: string; detail: string } {
+  return { ok: false, kind, detail };
+}
+
+/** True for a plain JSON object (not null, not an array). */
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/**
+ * The first three issues of a zod error as `path: message` joined by `; ` (`(root)` for an empty
+ * path); structural, so it takes any zod version's error.
+ */
+export function zodDetail(err: { issues: readonly { path: readonly PropertyKey[]; message: string }[] }): string {
+  return err.issues
+    .slice(0, 3)
+    .map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`)
+    .join('; ');
+}
+
+/** True for a finite number > 0 (exchanges print 0 or nothing for "no value"). */
+export function pos(v: number | null | undefined): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0;
+}
+
+/** True for a finite number (any sign). */
+export function finite(v: number | null | undefined): v is number {
+  return typeof v === 'number' && Number.isFinite(v);
+}
+
+/** The message of a thrown value: `Error.message`, else `String(e)`. */
+export function errorMessage(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/**
+ * Wraps a normalizer so that it never throws: an exception becomes a drop of `internalKind` (the
+ * venue's `normalizer-error`) with the exception's message. adapters/types.ts: "Never throws".
+ */
+export function neverThrows(normalize: Normalizer, internalKind: string): Normalizer {
+  return (raw, receivedAtS) => {
+    try {
+      return normalize(raw, receivedAtS);
+    } catch (e) {
+      return drop(internalKind, errorMessage(e));
+    }
+  };
+}
+
+/**
+ * Memory of the funding points already published, per instrument: {@link FundingDedupe.note} is
+ * true the first time an (instrument, Unix s) pair is seen, false after. Beyond `memory` points of
+ * one instrument the oldest is forgotten. Used so that a point read from the REST history and from
+ * the stream (or read again after a reconnect) is emitted once.
+ */
+export class FundingDedupe {
+  private readonly seen = new Map<string, Set<number>>();
+
+  /** @param memory points remembered per instrument (oldest forgotten beyond), e.g. 5 000. */
+  constructor(private readonly memory: number) {}
+
+  /** Record (instrumentId, timestampS); true when it was new. */
+  note(instrumentId: string, timestampS: number): boolean {
+    let seen = this.seen.get(instrumentId);
+    if (!seen) {
+      seen = new Set();
+      this.seen.set(instrumentId, seen);
+    }
+    if (seen.has(timestampS)) return false;
+    seen.add(timestampS);
+    if (seen.size > this.memory) seen.delete(Math.min(...seen));
+    return true;
+  }
+}
+
+/** The fields every venue's parsed instrument has (DeribitInstrument, OkxInstrument, BybitSymbol). */
+export interface VenueInstrument {
+  readonly name: string;
+  readonly pair: Pair;
+  readonly type: 'option' | 'future' | 'perpetual';
+  readonly strike: number | null;
+  readonly optionType: 'C' | 'P' | null;
+  readonly inverse: boolean;
+}
+
+/**
+ * An InstrumentDefinition event (src/domain/events.ts) of `inst` with the venue's expiry (Unix s,
+ * null for perpetuals) and listing time `timestamp` (Unix s).
+ */
+export function instrumentDefinition(source: Source, inst: VenueInstrument, expirationTimestamp: number | null, timestamp: number): InstrumentDefinition {
+  return {
+    kind: 'instrument',
+    source,
+    instrument: inst.name,
+    base: inst.pair.base,
+    quote: inst.pair.quote,
+    type: inst.type,
+    expirationTimestamp,
+    strike: inst.strike,
+    optionType: inst.optionType,
+    inverse: inst.inverse,
+    timestamp,
+  };
+}
+
+/**
+ * A FundingRate event (src/domain/events.ts): `interest` the rate for the interval as the exchange
+ * states it (fraction), `intervalHours` > 0, `timestamp` the settlement time in Unix s.
+ */
+export function fundingRate(source: Source, instrumentId: string, pair: Pair, interest: number, intervalHours: number, timestamp: number): FundingRate {
+  return { kind: 'funding', source, instrumentId, base: pair.base, quote: pair.quote, interest, intervalHours, timestamp };
+}
+
+/**
+ * Collects funding-history points (settlement time ms -> rate) per instrument and turns them into
+ * FundingRate events, as OKX's funding-rate-history and Bybit's funding/history are read: one point
+ * per (instrument, time) (a later duplicate replaces the earlier), `intervalHours` = `fixedIntervalHours`
+ * when > 0, else the gap to the previous point of the same instrument (the first point takes the gap
+ * to the next; a lone point `defaultIntervalHours`); events ascending by time, then instrument id.
+ */
+export class FundingHistoryBuilder {
+  private readonly byInstrument = new Map<string, { inst: VenueInstrument; points: Map<number, number> }>();
+
+  /** Add one point of `inst`: settlement time `timeMs` (Unix ms), `rate` (fraction for the interval). */
+  add(inst: VenueInstrument, timeMs: number, rate: number): void {
+    let e = this.byInstrument.get(inst.name);
+    if (!e) {
+      e = { inst, points: new Map() };
+      this.byInstrument.set(inst.name, e);
+    }
+    e.points.set(timeMs, rate);
+  }
+
+  /** The FundingRate events of every point added (see the class docstring). */
+  events(source: Source, defaultIntervalHours: number, fixedIntervalHours?: number | null): FundingRate[] {
+    const events: FundingRate[] = [];
+    for (const { inst, points } of this.byInstrument.values()) {
+      const times = [...points.keys()].sort((a, b) => a - b);
+      times.forEach((t, i) => {
+        const gapH = i > 0 ? (t - (times[i - 1] as number)) / HOUR_MS : times.length > 1 ? ((times[1] as number) - t) / HOUR_MS : defaultIntervalHours;
+        const intervalHours = fixedIntervalHours && fixedIntervalHours > 0 ? fixedIntervalHours : gapH;
+        events.push(fundingRate(source, inst.name, inst.pair, points.get(t) as number, intervalHours, t / 1000));
+      });
+    }
+    events.sort((a, b) => a.timestamp - b.timestamp || a.instrumentId.localeCompare(b.instrumentId));
+    return events;
+  }
+}
