@@ -81,7 +81,8 @@ function nameDropKind(reason: 'combo' | 'unsupported' | 'malformed', badKind: st
  * the matching best price is 0 (no order on that side).
  */
 function ivSide(ivPct: number | null | undefined, bestPrice: number | null | undefined): number | null {
-  if (!pos(ivPct)) return null;
+  // the fraction, not the percent, must be > 0: a denormal percent (5e-324) underflows to 0 (fuzz finding)
+  if (!pos(ivPct) || !pos(ivPct / 100)) return null;
   if (bestPrice === 0) return null;
   return ivPct / 100;
 }
@@ -95,7 +96,7 @@ function normalizeOptionTicker(inst: DeribitInstrument, data: unknown, receivedA
   const timestamp = d.timestamp / 1000;
   const expiry = inst.expirationTimestamp as number;
   if (timestamp >= expiry) return drop(DropKinds.closed, `${inst.name} ticker at/after expiry`);
-  if (!pos(d.mark_iv)) return drop(DropKinds.badTicker, `${inst.name}: mark_iv ${d.mark_iv}`);
+  if (!pos(d.mark_iv) || !pos(d.mark_iv / 100)) return drop(DropKinds.badTicker, `${inst.name}: mark_iv ${d.mark_iv}`);
   if (!pos(d.underlying_price)) return drop(DropKinds.badTicker, `${inst.name}: underlying_price ${d.underlying_price}`);
   if (!pos(d.index_price)) return drop(DropKinds.badTicker, `${inst.name}: index_price ${d.index_price}`);
   const g = d.greeks;
