@@ -3,7 +3,8 @@
  * - every topic receives schema-valid documents with the decisions.md keys while the simulator runs;
  * - ROLE=calibrator publishes and answers only /health and /ready;
  * - a calibrator (ROLE=all) and an API replica (ROLE=api) as two processes (`node --import tsx src/main.ts`) give
- *   identical answers to the same surface, vanilla and byStrike queries once the replica has the same snapshot;
+ *   identical answers to the same surface, vanilla, byStrike and iVSummary (figures; the 24 h changes depend on each
+ *   process's history) queries once the replica has the same snapshot, for every model the build calibrates;
  * - restart with Kafka: the funding history is back (a point only Kafka knows is served) and nothing is published
  *   twice.
  * Unique topic prefix per test.
@@ -125,17 +126,22 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     await waitFor(async () => (await http('GET', `${A}/ready`)).status === 200, 90_000, 'calibrator /ready 200');
     await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 90_000, 'replica /ready 200');
 
-    const surfaceUrl = (base: string, pair: string) => {
+    const surfaceUrl = (base: string, pair: string, model: string) => {
       const [b, q] = pair.split('/');
-      return `${base}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=${b}&quoteCurrency=${q}&volatilityModel=SVI`;
+      return `${base}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=${b}&quoteCurrency=${q}&volatilityModel=${model}`;
     };
     const compared: string[] = [];
-    for (const pair of ['BTC/USD', 'ETH/USD', 'SOL/USDC']) {
+    const cases: Array<[string, string]> = [['BTC/USD', 'SVI'], ['ETH/USD', 'SVI'], ['SOL/USDC', 'SVI'], ['BTC/USD', 'SABR'], ['ETH/USD', 'VANNA_VOLGA']];
+    for (const [pair, model] of cases) {
       const [base, quote] = pair.split('/') as [string, string];
+      if ((await http('GET', surfaceUrl(A, pair, model))).status === 400) {
+        compared.push(`${pair} ${model}: not calibrated by this build`); // the other models arrive with issue 4
+        continue;
+      }
       let done = false;
       for (let attempt = 0; attempt < 100 && !done; attempt++) {
-        const sa = await http('GET', surfaceUrl(A, pair));
-        const sb = await http('GET', surfaceUrl(B, pair));
+        const sa = await http('GET', surfaceUrl(A, pair, model));
+        const sb = await http('GET', surfaceUrl(B, pair, model));
         if (sa.status !== 200 || sb.status !== 200 || sa.body.sequence !== sb.body.sequence) {
           await new Promise((r) => setTimeout(r, 100));
           continue;
@@ -153,7 +159,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
             priceMethod: 'DERIBIT',
             expirationTimestamp: e.expirationTimestamp,
             strike: e.forwardPrice * (0.9 + 0.1 * i),
-            volatilityModel: 'SVI',
+            volatilityModel: model,
           })),
         );
         const byStrike = pick.flatMap((e, i) =>
@@ -162,32 +168,43 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
             baseCurrency: base,
             quoteCurrency: quote,
             source: 'DERIBIT',
-            volatilityModel: 'SVI',
+            volatilityModel: model,
             // between listed expiries too: interpolation in total variance must agree as well
             expirationTimestamp: e.expirationTimestamp - 3 * 3600,
             strike: e.forwardPrice * m,
           })),
         );
-        const [va, vb, ba, bb] = await Promise.all([
+        const summaryUrl = surfaceUrl('', pair, model).replace('/surface?', '/iVSummary?');
+        const [va, vb, ba, bb, ia, ib] = await Promise.all([
           http('POST', `${A}/api/v1/global/optionValuation/vanilla`, vanilla),
           http('POST', `${B}/api/v1/global/optionValuation/vanilla`, vanilla),
           http('POST', `${A}/api/v1/global/data/iV/byStrike`, byStrike),
           http('POST', `${B}/api/v1/global/data/iV/byStrike`, byStrike),
+          http('GET', `${A}${summaryUrl}`),
+          http('GET', `${B}${summaryUrl}`),
         ]);
-        const sa2 = await http('GET', surfaceUrl(A, pair));
-        const sb2 = await http('GET', surfaceUrl(B, pair));
+        const sa2 = await http('GET', surfaceUrl(A, pair, model));
+        const sb2 = await http('GET', surfaceUrl(B, pair, model));
         if (sa2.body.sequence !== sa.body.sequence || sb2.body.sequence !== sa.body.sequence) continue; // moved meanwhile
         expect(va.status).toBe(200);
         expect(ba.status).toBe(200);
         expect(sb.body).toEqual(sa.body); // the whole surface: parameters, diagnostics, forwards, ATM vols
         expect(vb.body).toEqual(va.body);
         expect(bb.body).toEqual(ba.body);
+        if (ia.status !== 404) {
+          // iVSummary: the figures of the same snapshot are identical; the 24 h changes depend on each process's
+          // history store (the calibrator's may be seeded from the simulator's own past, which is not on Kafka).
+          expect(ia.status).toBe(200);
+          expect(ib.status).toBe(200);
+          expect(withoutDiffs(ib.body)).toEqual(withoutDiffs(ia.body));
+          expect(ia.body.volatilityConstMat.length).toBeGreaterThan(0);
+        }
         expect(va.body).toHaveLength(9);
         expect(ba.body.every((x: { impliedVolatility: number }) => x.impliedVolatility > 0.05 && x.impliedVolatility < 5)).toBe(true);
-        compared.push(`${pair}#${sa.body.sequence}`);
+        compared.push(`${pair} ${model} #${sa.body.sequence}${ia.status === 200 ? ' (+iVSummary)' : ''}`);
         done = true;
       }
-      expect(done, `no common snapshot of ${pair} within 100 attempts`).toBe(true);
+      expect(done, `no common snapshot of ${pair} ${model} within 100 attempts`).toBe(true);
     }
     // Funding history too.
     const now = Math.floor(Date.now() / 1000);
@@ -196,7 +213,9 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
       const [fa, fb] = await Promise.all([http('GET', `${A}${fq}`), http('GET', `${B}${fq}`)]);
       return fa.status === 200 && fa.body.length > 0 && JSON.stringify(fa.body) === JSON.stringify(fb.body);
     }, 30_000, 'identical funding history on the replica');
-    expect(compared).toHaveLength(3);
+    expect(compared).toHaveLength(cases.length);
+    expect(compared.filter((c) => c.includes(' SVI #'))).toHaveLength(3);
+    console.log(`[replica parity] identical answers: ${compared.join('; ')}`);
   });
 
   it('restart with Kafka: the funding history is back and nothing is published twice', async () => {
@@ -238,6 +257,15 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     expect(sent2).toBeLessThanOrEqual(4); // at most a new hourly point per instrument
   });
 });
+
+/** A deep copy of `v` without the 24 h change fields (`diff*`) of iVSummary. */
+function withoutDiffs(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutDiffs);
+  if (v && typeof v === 'object') {
+    return Object.fromEntries(Object.entries(v).filter(([k]) => !k.startsWith('diff')).map(([k, x]) => [k, withoutDiffs(x)]));
+  }
+  return v;
+}
 
 /** Start `src/main.ts` in a child process with `env`; resolves with its REST base URL from its JSON log. */
 async function startChild(env: Record<string, string>, children: ChildProcess[]): Promise<string> {
