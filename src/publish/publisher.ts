@@ -144,6 +144,9 @@ interface Waiting<T> {
   readonly enqueuedAt: number;
 }
 
+/** Most surface-history documents in one produce batch. */
+const HISTORY_PER_BATCH = 100;
+
 /** Latencies kept for percentiles (a ring). */
 const LATENCY_RING = 10_000;
 
@@ -552,8 +555,10 @@ export class KafkaPublisher {
     }
     if (n > 0) this.funding.splice(0, n);
     if (this.funding.length <= this.fundingQueueAlarm) this.lastAlarmDepth = 0;
+    // History documents are 4-13 KB: at most HISTORY_PER_BATCH per batch keeps a partition's record batch far
+    // below the topic's max.message.bytes (8 MiB) after a long outage.
     let h = 0;
-    while (h < this.history.length && out.length < this.maxBatch) {
+    while (h < this.history.length && h < HISTORY_PER_BATCH && out.length < this.maxBatch) {
       const w = this.history[h++]!;
       const s = w.item;
       this.push(out, 'history', TOPICS.surfaceHistory, surfaceKey(s.source, s.pair, s.model), s.observationTimestamp, w.enqueuedAt, () =>
