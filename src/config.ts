@@ -32,6 +32,10 @@ export const ConfigSchema = z
     CALIBRATION_THROTTLE_MS: z.coerce.number().int().min(0).default(250),
     /** Simulator: seed of the stochastic market (simulated mode). */
     SIM_SEED: z.coerce.number().int().default(42),
+    /** Simulator: hours of market history pre-run at start, seeding the iVSummary 24 h changes (0 = none). */
+    SIM_HISTORY_HOURS: z.coerce.number().int().min(0).max(24).default(24),
+    /** SABR CEV exponent beta, fixed in every SABR fit (Hagan et al. 2002), in [0, 1]. */
+    SABR_BETA: z.coerce.number().min(0).max(1).default(1),
     /** Pretty logs (default: on when stdout is a terminal). */
     LOG_PRETTY: bool.optional(),
     /** Kafka and ROLE (docs/events.md "Configuration"). */

@@ -20,6 +20,8 @@ import { Monitoring } from './metrics/monitoring.js';
 import { securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationWorker } from '../streams/calibrationPool.js';
+import { prepareSimulatedHistory, type SimulatedHistory } from '../streams/simulatedHistory.js';
+import { surfaceHistoryFor } from './cache/history.js';
 import type { MarketFeed } from '../adapters/types.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import { ReplayFeed } from '../adapters/replay/replayFeed.js';
@@ -72,6 +74,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   const kafka = startKafkaRole(config, cache, logger);
 
   let simulator: RunningService['simulator'] = null;
+  let simHistory: SimulatedHistory | null = null;
   const feeds: MarketFeed[] = [];
   let replayDone: Promise<void> | null = null;
   const feedLogger = logger.child({ component: 'feed' });
@@ -79,7 +82,18 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   if (config.ROLE === 'api') {
     // No exchange connection: the cache is filled from Kafka.
   } else if (config.MARKET_SOURCE === 'simulated') {
-    simulator = await startDeribitSimulator({ port: overrides.simulatorPort ?? 0, host: '127.0.0.1', seed: config.SIM_SEED, ...overrides.simulator });
+    // SIM_HISTORY_HOURS of market history before now: the simulator serves its continuation and the iVSummary
+    // 24 h changes are seeded from it (streams/simulatedHistory.ts).
+    if (config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
+      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS });
+    }
+    simulator = await startDeribitSimulator({
+      port: overrides.simulatorPort ?? 0,
+      host: '127.0.0.1',
+      seed: config.SIM_SEED,
+      ...(simHistory ? { market: simHistory.market } : {}),
+      ...overrides.simulator,
+    });
     logger.info({ url: simulator.url }, 'simulated Deribit exchange listening');
     feeds.push(new DeribitFeed({ url: simulator.url, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
   } else if (config.MARKET_SOURCE === 'live') {
@@ -93,7 +107,9 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
   const monitoring = new Monitoring({ cache, feeds, clock, events$, logger, publisher: () => kafka.publisher });
   const seenPairs = new Set<string>();
-  const worker = new CalibrationWorker();
+  const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
+  const history = surfaceHistoryFor(cache);
+  simHistory?.start({ fit: (view) => worker.fit(view, 'history'), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
   const pipelines = startPipelines(events$, {
     cache,
     fit: (view) => worker.fit(view),
@@ -160,6 +176,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       monitoring.close();
       await Promise.all(feeds.map((f) => f.stop()));
       pipelines.subscription.unsubscribe();
+      simHistory?.stop();
       await worker.close();
       await kafka.close();
       cache.updates$.complete();

@@ -1,33 +1,55 @@
 /**
- * One recalibration of a (source, pair) chain: per listed expiry a raw-SVI fit to the
- * out-of-the-money mark IVs, the surface across expiries in total variance, and the forward curve.
- * Pure apart from measuring its own duration; deterministic for a given chain view (no warm start
- * from earlier fits, so a replay gives identical snapshots).
+ * One recalibration of a (source, pair) chain: per listed expiry an SVI, a SABR and a Vanna-Volga fit to
+ * the out-of-the-money mark IVs, the no-arbitrage checks and repairs, each model's surface across expiries in
+ * total variance, and the forward curve. Runs in the calibration worker (fitChain / ChainFitter) and builds the
+ * immutable cache snapshots on the main thread (buildSnapshots). Deterministic for a given sequence of chain
+ * views (no warm start from earlier fits; the only memory is the last good slice per expiry, used when a new
+ * fit is rejected, and the repair/rejection counts).
  *
- * Rules (docs/conventions.md):
+ * Rules (docs/conventions.md "Volatility surfaces: SVI, SABR, Vanna-Volga"):
  * - T = (expiry - observationTimestamp) / (365 * 86400); expiries closer than
  *   {@link MIN_EXPIRY_SECONDS} are left out of the fit (they roll off before they expire);
  * - the expiry's forward is the exchange's own (Deribit `underlying_price`) from the newest option
  *   quote of that expiry; futures supply forwards of expiries without options;
  * - quotes used: one per strike, the out-of-the-money side (put below the forward, call at or
  *   above it), mark IV within (0.01, 5); bid/ask IVs passed for spread weighting;
- * - expiries are fitted in increasing T, each kept above the previous one in total variance
- *   (calendar floor) and sparse ones shaped by the last full fit (calibrateSviSurface,
- *   Gatheral-Jacquier 2014 sec. 5).
+ * - every model fits the expiries in increasing T; a sparse expiry takes its shape from the last full fit
+ *   of a shorter expiry (SVI `prior`, SABR `prior`); SVI slices are also kept above the previous served
+ *   slice (calendar floor, Gatheral-Jacquier 2014 sec. 5, as calibrateSviSurface does);
+ * - butterfly: SVI g(k) >= 0 (Gatheral-Jacquier 2014 eq. (2.1)), SABR and Vanna-Volga the density check on a
+ *   strike grid (src/quant/smileArbitrage.ts). A violating fit is repaired by a constrained refit (SVI and
+ *   SABR penalty rounds inside their calibrations; Vanna-Volga: the 25-delta pillar vols shrunk towards the
+ *   ATM vol by the largest factor lambda in [0, 1] that passes, lambda = 0 being flat) or, if that fails,
+ *   rejected: the last good slice of that expiry stays (carried to the new observation, carryForwardParams),
+ *   or the expiry is left out when there is none;
+ * - calendar: total variance non-decreasing in T at fixed k, checked on {@link CALENDAR_GRID}; a slice below
+ *   the earlier served one is served as the envelope max(w_i, W_{i-1}) (src/cache/modelSurface.ts), and the
+ *   served surface is verified with VolSurface.calendarArbitrageFree.
  */
 import { performance } from 'node:perf_hooks';
 import type { FutureQuote, OptionQuote } from '../src/domain/events.js';
-import type {
-  ExpirySlice,
-  ForwardCurveSnapshot,
-  ForwardPoint,
-  SmileQuote,
-  SurfaceSnapshot,
+import {
+  VOLATILITY_MODELS,
+  type ArbitrageCounts,
+  type ExpirySlice,
+  type FitDiagnostics,
+  type ForwardCurveSnapshot,
+  type ForwardPoint,
+  type SmileQuote,
+  type SurfaceArbitrage,
+  type SurfaceSnapshot,
+  type VolatilityModel,
 } from '../src/cache/snapshot.js';
-import { calibrateSviSurface } from '../src/quant/sviCalibration.js';
+import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from '../src/cache/modelSurface.js';
+import { calibrateSvi, type SviQuote } from '../src/quant/sviCalibration.js';
 import type { SviParams } from '../src/quant/svi.js';
-import { VolSurface } from '../src/quant/surface.js';
+import { calibrateSabr } from '../src/quant/sabrCalibration.js';
+import type { SabrParams } from '../src/quant/sabr.js';
+import { calibrateVannaVolga, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../src/quant/vannaVolga.js';
+import { checkSmileDensity } from '../src/quant/smileArbitrage.js';
 import { ForwardCurve } from '../src/quant/forwardCurve.js';
+import { deltaStrikes } from '../src/quant/smileFigures.js';
+import type { VolSurface } from '../src/quant/surface.js';
 import type { ChainView } from './chainState.js';
 
 /** Seconds in an ACT/365 year. */
@@ -38,9 +60,28 @@ export const MIN_EXPIRY_SECONDS = 3600;
 const MIN_IV = 0.01;
 const MAX_IV = 5;
 
+/** Options of a chain fit. */
+export interface ChainFitOptions {
+  /** SABR CEV exponent, fixed, in [0, 1] (env SABR_BETA). Default 1. */
+  readonly sabrBeta?: number;
+}
+
+/** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
+export interface ModelFit {
+  readonly model: VolatilityModel;
+  /** Served slices sorted by T ascending (may be empty). */
+  readonly slices: readonly ExpirySlice[];
+  /** Expiries this model could not serve, and why. */
+  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
+  /** Wall-clock milliseconds of this model's fits and checks. */
+  readonly calibrationMs: number;
+  /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
+  readonly arbitrage?: SurfaceArbitrage;
+}
+
 /**
  * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
- * sends back and what {@link buildSnapshots} turns into immutable cache snapshots.
+ * sends back and what {@link buildSnapshots} turns into immutable cache snapshots (one per model).
  */
 export interface ChainFit {
   readonly source: ChainView['source'];
@@ -50,11 +91,11 @@ export interface ChainFit {
   readonly spot: number | null;
   /** Listed forward points, sorted by T. */
   readonly points: readonly ForwardPoint[];
-  /** Fitted expiries, sorted by T (may be empty). */
-  readonly slices: readonly ExpirySlice[];
-  /** Expiries skipped and why. */
+  /** One entry per model fitted (all three from fitChain; one when rebuilt from a Kafka document). */
+  readonly models: readonly ModelFit[];
+  /** Expiries skipped by every model and why (too close to expiry, no usable quote). */
   readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of the fit. */
+  /** Wall-clock milliseconds of the whole fit. */
   readonly calibrationMs: number;
   /** Version of the chain state the fit was made from ({@link ChainView.version}). */
   readonly version: number;
@@ -64,7 +105,9 @@ export interface ChainFit {
 export interface CalibrationResult {
   readonly source: ChainView['source'];
   readonly pair: ChainView['pair'];
-  /** Null when no expiry could be fitted (no quotes, no spot). */
+  /** One snapshot per model with at least one served expiry, in VOLATILITY_MODELS order. */
+  readonly surfaces: readonly SurfaceSnapshot[];
+  /** The SVI snapshot (the first of `surfaces` when SVI is absent); null when no model served an expiry. */
   readonly surface: SurfaceSnapshot | null;
   /** Null when the chain has no spot yet. */
   readonly forwardCurve: ForwardCurveSnapshot | null;
@@ -144,21 +187,418 @@ export function forwardPoints(groups: readonly ExpiryGroup[], futures: readonly 
   return [...points.values()].sort((a, b) => a.T - b.T);
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Memory between recalibrations: last good slice per expiry, and the counts
+
+interface GoodSlice {
+  readonly slice: ExpirySlice;
+  /** Observation time of the chain it was fitted to. */
+  readonly fittedAt: number;
+}
+
+interface MutableCounts {
+  fits: number;
+  constrainedRefits: number;
+  calendarRepaired: number;
+  rejected: number;
+  keptPrevious: number;
+  dropped: number;
+}
+
+function zeroCounts(): MutableCounts {
+  return { fits: 0, constrainedRefits: 0, calendarRepaired: 0, rejected: 0, keptPrevious: 0, dropped: 0 };
+}
+
 /**
- * Fit one chain view: per expiry raw SVI, plus the listed forward points. Pure and deterministic
- * for a given view (apart from the measured durations); runs in the calibration worker.
+ * What one (source, pair) keeps between recalibrations, per model: the last good (served, not kept) slice of
+ * each expiry, for the rejection rule, and the cumulative repair/rejection counts. Plain data; a
+ * {@link ChainFitter} (one per calibration worker) holds one per (source, pair).
  */
-export function fitChain(view: ChainView): ChainFit {
+export class FitMemory {
+  readonly lastGood = new Map<VolatilityModel, Map<number, GoodSlice>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  readonly counts = new Map<VolatilityModel, MutableCounts>(VOLATILITY_MODELS.map((m) => [m, zeroCounts()]));
+
+  /** Forget the slices of expiries at or before `nowS`. */
+  prune(nowS: number): void {
+    for (const byExpiry of this.lastGood.values()) {
+      for (const e of [...byExpiry.keys()]) if (e <= nowS) byExpiry.delete(e);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Per-model expiry fits
+
+/** One expiry's fit by one model, before the rejection and calendar rules. */
+export interface ExpiryAttempt {
+  readonly params: Record<string, number>;
+  readonly rmseVolPts: number;
+  readonly maxErrorVolPts: number;
+  readonly quotesUsed: number;
+  readonly butterflyFree: boolean;
+  /** A constrained refit was needed (and is what `params` hold). */
+  readonly repaired: boolean;
+  readonly method: string;
+  readonly minDensity: number | null;
+  readonly atmErrorVolPts: number | null;
+  readonly warnings: readonly string[];
+  /** True for a full (not sparse) fit: its shape may serve as the prior of later sparse expiries. */
+  readonly full: boolean;
+}
+
+/** One expiry's input to the model fits: T, forward and the OTM quotes. */
+export interface EligibleGroup {
+  readonly expirationTimestamp: number;
+  readonly T: number;
+  readonly forward: number;
+  readonly quotes: readonly SmileQuote[];
+}
+
+const ARBITRAGE_CHECK: Readonly<Record<VolatilityModel, string>> = {
+  SVI: 'Gatheral-Jacquier g(k) >= 0 and Lee bound on the SVI check grid',
+  SABR: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range',
+  VANNA_VOLGA: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range',
+};
+
+function toQuotes(g: EligibleGroup): SviQuote[] {
+  return g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv }));
+}
+
+function finiteOrNull(x: number | null | undefined): number | null {
+  return typeof x === 'number' && Number.isFinite(x) ? x : null;
+}
+
+/** RMSE and max |error| (vol points) of a smile w(k) against the group's mark IVs. */
+function errorsAgainst(w: (k: number) => number, g: EligibleGroup): { rmse: number; max: number } {
+  let ss = 0;
+  let mx = 0;
+  let n = 0;
+  for (const q of g.quotes) {
+    const v = Math.sqrt(w(q.k) / g.T);
+    const e = 100 * (v - q.markIv);
+    if (!Number.isFinite(e)) continue;
+    ss += e * e;
+    mx = Math.max(mx, Math.abs(e));
+    n++;
+  }
+  return { rmse: n > 0 ? Math.sqrt(ss / n) : 0, max: mx };
+}
+
+/** What the fit of one expiry may use from the shorter expiries already served in this recalibration. */
+export interface ModelState {
+  /** Params of the last served slice (SVI calendar floor). */
+  lastServed: Record<string, number> | undefined;
+  /** Last full fit and its T (prior of sparse expiries). */
+  lastFull: Record<string, number> | undefined;
+  lastFullT: number | undefined;
+}
+
+function fitSvi(g: EligibleGroup, st: ModelState): ExpiryAttempt {
+  const r = calibrateSvi(toQuotes(g), g.T, {
+    ...(st.lastFull ? { prior: st.lastFull as unknown as SviParams } : {}),
+    ...(st.lastServed ? { calendarFloor: st.lastServed as unknown as SviParams } : {}),
+  });
+  return {
+    params: { ...r.params },
+    rmseVolPts: r.rmseVolPts,
+    maxErrorVolPts: r.maxErrorVolPts,
+    quotesUsed: r.quotesUsed,
+    butterflyFree: r.butterflyFree,
+    repaired: /penalty/.test(r.method) && r.butterflyFree,
+    method: r.method,
+    minDensity: finiteOrNull(r.minG),
+    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+    warnings: r.warnings,
+    full: r.mode === 'svi-5p',
+  };
+}
+
+function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt {
+  const r = calibrateSabr(toQuotes(g), g.forward, g.T, {
+    beta,
+    ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
+  });
+  return {
+    params: { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu },
+    rmseVolPts: r.rmseVolPts,
+    maxErrorVolPts: r.maxErrorVolPts,
+    quotesUsed: r.quotesUsed,
+    butterflyFree: r.arbitrageFree,
+    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree,
+    method: r.method,
+    minDensity: finiteOrNull(r.minDensity),
+    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+    warnings: r.warnings,
+    full: r.mode === 'sabr-3p',
+  };
+}
+
+/** Numeric VV parameters (the order is always 'second'). */
+function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
+  return { K25P: p.K25P, Katm: p.Katm, K25C: p.K25C, vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C, K10P: p.K10P, K10C: p.K10C };
+}
+
+/**
+ * Vanna-Volga pillar shrinkage: the 25-delta vols moved towards the ATM vol, vol = volAtm + lambda (vol - volAtm),
+ * with the wing strikes recomputed; lambda = 0 is the flat smile (arbitrage-free). Bisection (12 steps) for the
+ * largest lambda in [0, 1] whose smile passes the density check.
+ */
+function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { params: Required<VannaVolgaParams>; lambda: number; minDensity: number } {
+  const kMin = Math.min(...g.quotes.map((q) => q.k));
+  const kMax = Math.max(...g.quotes.map((q) => q.k));
+  const at = (lambda: number): { params: Required<VannaVolgaParams>; ok: boolean; minDensity: number } => {
+    const base: VannaVolgaParams = {
+      K25P: p.K25P,
+      Katm: p.Katm,
+      K25C: p.K25C,
+      volAtm: p.volAtm,
+      vol25P: p.volAtm + lambda * (p.vol25P - p.volAtm),
+      vol25C: p.volAtm + lambda * (p.vol25C - p.volAtm),
+      order: 'second',
+    };
+    const wings = vannaVolgaWingStrikes(base, g.forward, g.T);
+    const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C };
+    const chk = checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, { kMin, kMax });
+    return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
+  };
+  let lo = at(0);
+  let loLambda = 0;
+  let hiLambda = 1;
+  for (let i = 0; i < 12; i++) {
+    const mid = 0.5 * (loLambda + hiLambda);
+    const r = at(mid);
+    if (r.ok) {
+      lo = r;
+      loLambda = mid;
+    } else hiLambda = mid;
+  }
+  return { params: lo.params, lambda: loLambda, minDensity: lo.minDensity };
+}
+
+function fitVannaVolga(g: EligibleGroup): ExpiryAttempt {
+  const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T);
+  if (r.arbitrageFree) {
+    return {
+      params: vvParamsRecord(r.params),
+      rmseVolPts: r.rmseVolPts,
+      maxErrorVolPts: r.maxErrorVolPts,
+      quotesUsed: r.quotesUsed,
+      butterflyFree: true,
+      repaired: false,
+      method: r.method,
+      minDensity: finiteOrNull(r.minDensity),
+      atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+      warnings: r.warnings,
+      full: true,
+    };
+  }
+  const s = shrinkVannaVolga(r.params, g);
+  const params = vvParamsRecord(s.params);
+  const err = errorsAgainst(sliceTotalVariance('VANNA_VOLGA', { T: g.T, forward: g.forward, params }), g);
+  return {
+    params,
+    rmseVolPts: err.rmse,
+    maxErrorVolPts: err.max,
+    quotesUsed: g.quotes.length,
+    butterflyFree: true,
+    repaired: true,
+    method: `${r.method}; butterfly repair: 25-delta pillar vols shrunk towards ATM by lambda = ${s.lambda.toFixed(4)}`,
+    minDensity: finiteOrNull(s.minDensity),
+    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+    warnings: r.warnings.filter((w) => !w.startsWith('butterfly arbitrage')),
+    full: true,
+  };
+}
+
+/**
+ * Fit of the served smile over the quotes between its own 10-delta strikes (plain forward Black call delta
+ * 0.90 and 0.10, the range of the iVSummary pillars): RMSE in vol points (null without such quotes) and count.
+ */
+function within10Delta(surface: VolSurface, s: Pick<ExpirySlice, 'T' | 'forward' | 'quotes'>): { rmse: number | null; quotes: number } {
+  const volAt = (K: number): number => surface.impliedVol(s.T, K, s.forward);
+  const ks = deltaStrikes(volAt, s.forward, s.T);
+  const lo = ks.K10P ?? 0;
+  const hi = ks.K10C ?? Number.POSITIVE_INFINITY;
+  let ss = 0;
+  let n = 0;
+  for (const q of s.quotes) {
+    if (q.strike < lo || q.strike > hi) continue;
+    const e = 100 * (volAt(q.strike) - q.markIv);
+    if (!Number.isFinite(e)) continue;
+    ss += e * e;
+    n++;
+  }
+  return { rmse: n > 0 ? Math.sqrt(ss / n) : null, quotes: n };
+}
+
+/** Mutable slice under construction (frozen later by buildSnapshots). */
+type DraftSlice = Omit<ExpirySlice, 'fit'> & { fit: { -readonly [K in keyof FitDiagnostics]: FitDiagnostics[K] } };
+
+/** Fits one expiry with one model (the default is {@link fitExpiry}; tests inject others). */
+export type ExpiryFitter = (model: VolatilityModel, g: EligibleGroup, st: ModelState, options: ChainFitOptions) => ExpiryAttempt;
+
+/**
+ * The model's calibration of one expiry: SVI (calibrateSvi with the prior and the calendar floor), SABR
+ * (calibrateSabr with beta and the prior) or Vanna-Volga (calibrateVannaVolga, pillar shrinkage when its
+ * density check fails).
+ * @throws whatever the calibration throws (no valid quote); fitModel turns it into a rejection
+ */
+export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: ModelState, options: ChainFitOptions): ExpiryAttempt {
+  return model === 'SVI' ? fitSvi(g, st) : model === 'SABR' ? fitSabr(g, st, options.sabrBeta ?? 1) : fitVannaVolga(g);
+}
+
+/**
+ * Fit one model over the eligible expiries (increasing T), apply the rejection rule, the calendar envelope and
+ * the verification; updates `memory` (last good slices, counts). `fit` fits one expiry (default
+ * {@link fitExpiry}; tests inject failing fits to exercise the rejection rule).
+ */
+export function fitModel(
+  model: VolatilityModel,
+  groups: readonly EligibleGroup[],
+  obs: number,
+  memory: FitMemory,
+  options: ChainFitOptions = {},
+  fit: ExpiryFitter = fitExpiry,
+): ModelFit {
+  const t0 = performance.now();
+  const counts = memory.counts.get(model)!;
+  const lastGood = memory.lastGood.get(model)!;
+  const st: ModelState = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+  const slices: DraftSlice[] = [];
+  const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
+  for (const g of groups) {
+    const ts = performance.now();
+    let attempt: ExpiryAttempt | null = null;
+    let failure: string | null = null;
+    try {
+      attempt = fit(model, g, st, options);
+    } catch (err) {
+      failure = `fit failed: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    counts.fits++;
+    if (attempt && !attempt.butterflyFree) failure = `butterfly arbitrage left after the constrained refit (${attempt.warnings.find((w) => w.startsWith('butterfly')) ?? 'check failed'})`;
+    const base = { expirationTimestamp: g.expirationTimestamp, T: g.T, forward: g.forward, quotes: g.quotes };
+    if (attempt && failure === null) {
+      if (attempt.repaired) counts.constrainedRefits++;
+      const slice: DraftSlice = {
+        ...base,
+        params: attempt.params,
+        fit: {
+          rmseVolPts: attempt.rmseVolPts,
+          maxErrorVolPts: attempt.maxErrorVolPts,
+          quotesUsed: attempt.quotesUsed,
+          butterflyFree: true,
+          method: attempt.method,
+          calibrationMs: performance.now() - ts,
+          status: attempt.repaired ? 'repaired' : 'fitted',
+          constrainedRefit: attempt.repaired,
+          calendarFree: true,
+          calendarRepaired: false,
+          arbitrageCheck: ARBITRAGE_CHECK[model],
+          minDensity: attempt.minDensity,
+          fittedAt: obs,
+          atmErrorVolPts: attempt.atmErrorVolPts,
+          warnings: [...attempt.warnings],
+        },
+      };
+      slices.push(slice);
+      lastGood.set(g.expirationTimestamp, { slice: { ...slice, fit: { ...slice.fit } }, fittedAt: obs });
+      st.lastServed = attempt.params;
+      if (attempt.full) {
+        st.lastFull = attempt.params;
+        st.lastFullT = g.T;
+      }
+      continue;
+    }
+    // Rejected: the last good slice of this expiry stays, carried to this observation.
+    counts.rejected++;
+    const prev = lastGood.get(g.expirationTimestamp);
+    if (!prev) {
+      counts.dropped++;
+      skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: `${failure}; no earlier good fit of this expiry` });
+      continue;
+    }
+    counts.keptPrevious++;
+    const params = carryForwardParams(model, prev.slice.params, prev.slice.T, g.T, prev.slice.forward, g.forward);
+    let err = { rmse: 0, max: 0 };
+    try {
+      err = errorsAgainst(sliceTotalVariance(model, { T: g.T, forward: g.forward, params }), g);
+    } catch {
+      /* invalid carried parameters cannot happen for a slice that was served; keep zeros */
+    }
+    const slice: DraftSlice = {
+      ...base,
+      params,
+      fit: {
+        ...prev.slice.fit,
+        rmseVolPts: err.rmse,
+        maxErrorVolPts: err.max,
+        quotesUsed: g.quotes.length,
+        butterflyFree: true,
+        calibrationMs: performance.now() - ts,
+        status: 'kept-previous',
+        calendarFree: true,
+        calendarRepaired: false,
+        fittedAt: prev.fittedAt,
+        rejectedReason: failure ?? 'rejected',
+      },
+    };
+    slices.push(slice);
+    st.lastServed = params;
+  }
+
+  // Calendar: raw check slice by slice, envelope where needed, then verify the served surface.
+  let calendarFreeRaw = true;
+  let calendarFree = true;
+  if (slices.length > 0) {
+    const fns = slices.map((s) => sliceTotalVariance(model, s));
+    const raw = rawCalendarCheck(fns, CALENDAR_GRID);
+    raw.forEach((r, i) => {
+      const s = slices[i]!;
+      s.fit.calendarFree = r.calendarFree;
+      if (!r.calendarFree) {
+        calendarFreeRaw = false;
+        s.fit.calendarRepaired = true;
+        if (s.fit.status === 'fitted') s.fit.status = 'repaired';
+        counts.calendarRepaired++;
+      }
+    });
+    const served = buildModelSurface(model, slices);
+    calendarFree = served.calendarArbitrageFree(CALENDAR_GRID).arbitrageFree;
+    for (const s of slices) {
+      const core = within10Delta(served, s);
+      s.fit.rmse10DeltaVolPts = core.rmse;
+      s.fit.quotes10Delta = core.quotes;
+    }
+  }
+  const arbitrage: SurfaceArbitrage = {
+    butterflyFree: slices.every((s) => s.fit.butterflyFree),
+    calendarFreeRaw,
+    calendarFree,
+    calendarGrid: CALENDAR_GRID_TEXT,
+    counts: { ...counts } as ArbitrageCounts,
+  };
+  return { model, slices, skipped, calibrationMs: performance.now() - t0, arbitrage };
+}
+
+/**
+ * Fit one chain view with every model: per expiry SVI, SABR (beta from `options.sabrBeta`, default 1) and
+ * Vanna-Volga, the rejection rule against `memory` and the calendar envelope (module docstring), plus the
+ * listed forward points. Without `memory` a fresh one is used (no earlier slice can be kept, counts are this
+ * fit's). Runs in the calibration worker.
+ */
+export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory: FitMemory = new FitMemory()): ChainFit {
   const t0 = performance.now();
   const obs = view.observationTimestamp;
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
   const spot = view.spot;
   if (spot === null || !Number.isFinite(obs)) {
-    return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], slices: [], skipped, calibrationMs: performance.now() - t0, version: view.version };
+    return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], models: [], skipped, calibrationMs: performance.now() - t0, version: view.version };
   }
+  memory.prune(obs);
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
-
   const eligible = groups.filter((g) => {
     if (g.T * YEAR_S < MIN_EXPIRY_SECONDS) {
       skipped.push({ expirationTimestamp: g.expirationTimestamp, reason: 'expires within the hour' });
@@ -170,75 +610,86 @@ export function fitChain(view: ChainView): ChainFit {
     }
     return true;
   });
-  const fitStart = performance.now();
-  const surfaceFit = calibrateSviSurface(
-    eligible.map((g) => ({
-      expirationTimestamp: g.expirationTimestamp,
-      T: g.T,
-      forward: g.forward,
-      quotes: g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv })),
-    })),
-  );
-  const fitMs = performance.now() - fitStart;
-  for (const sk of surfaceFit.skipped) skipped.push({ expirationTimestamp: sk.expirationTimestamp, reason: `fit failed: ${sk.reason}` });
-  const byExpiry = new Map(eligible.map((g) => [g.expirationTimestamp, g]));
-  const slices: ExpirySlice[] = surfaceFit.fits.map((fit) => ({
-    expirationTimestamp: fit.expirationTimestamp,
-    T: fit.T,
-    forward: fit.forward,
-    params: { ...fit.params },
-    fit: {
-      rmseVolPts: fit.rmseVolPts,
-      maxErrorVolPts: fit.maxErrorVolPts,
-      quotesUsed: fit.quotesUsed,
-      butterflyFree: fit.butterflyFree,
-      method: fit.method,
-      calibrationMs: fitMs,
-    },
-    quotes: byExpiry.get(fit.expirationTimestamp)!.quotes,
-  }));
-  slices.sort((a, b) => a.T - b.T);
-  return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, slices, skipped, calibrationMs: performance.now() - t0, version: view.version };
+  const models = VOLATILITY_MODELS.map((m) => fitModel(m, eligible, obs, memory, options));
+  return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, models, skipped, calibrationMs: performance.now() - t0, version: view.version };
 }
 
 /**
- * Immutable cache snapshots from a fit: the VolSurface over the fitted slices and the
- * ForwardCurve over the listed points (cheap: no fitting).
+ * A stateful fitter: one {@link FitMemory} per (source, pair) and memory namespace, so that rejected fits can
+ * keep the last good slice and the counts accumulate. One per calibration worker (and one for in-thread use).
+ */
+export class ChainFitter {
+  private readonly memories = new Map<string, FitMemory>();
+
+  constructor(private readonly options: ChainFitOptions = {}) {}
+
+  /**
+   * Fit `view` with the memory of its (source, pair) in `namespace` (default 'live'; the simulated 24 h
+   * history seeding uses its own so that it never touches the live memory).
+   */
+  fit(view: ChainView, namespace = 'live'): ChainFit {
+    const key = `${namespace}:${view.source}:${view.pair.base}/${view.pair.quote}`;
+    let m = this.memories.get(key);
+    if (!m) this.memories.set(key, (m = new FitMemory()));
+    return fitChain(view, this.options, m);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots (main thread)
+
+function freezeSlice(s: ExpirySlice): ExpirySlice {
+  return Object.freeze({
+    ...s,
+    params: Object.freeze({ ...s.params }),
+    fit: Object.freeze({ ...s.fit, ...(s.fit.warnings ? { warnings: Object.freeze([...s.fit.warnings]) } : {}) }),
+    quotes: Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))),
+  });
+}
+
+/**
+ * Immutable cache snapshots from a fit: per model a VolSurface over its served slices (buildModelSurface:
+ * the model's w(k) per expiry, the calendar envelope where the fit says so) and the ForwardCurve over the
+ * listed points, shared by every model's snapshot (cheap: no fitting).
  * @param fit a {@link ChainFit} (from {@link fitChain}, a worker, or a Kafka document)
- * @param sequence the snapshot sequence number to stamp
+ * @param sequence the snapshot sequence number to stamp (per (source, pair): every model of one
+ *   recalibration carries the same number)
+ * @throws RangeError when a slice's parameters are invalid for its model (never for fitChain's output)
  */
 export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResult {
   const { source, pair, spot, observationTimestamp: obs } = fit;
   if (spot === null) {
-    return { source, pair, surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+    return { source, pair, surfaces: [], surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
   }
   const points = Object.freeze(fit.points.map((p) => Object.freeze({ ...p })));
   const curve = new ForwardCurve(spot, points);
   const forwardCurve: ForwardCurveSnapshot = Object.freeze({ source, pair, observationTimestamp: obs, spot, points, curve, sequence });
-  const slices = Object.freeze(
-    fit.slices.map((s) =>
-      Object.freeze({ ...s, params: Object.freeze({ ...s.params }), fit: Object.freeze({ ...s.fit }), quotes: Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))) }),
-    ),
-  );
-  const surface: SurfaceSnapshot | null =
-    slices.length === 0
-      ? null
-      : Object.freeze({
-          source,
-          pair,
-          model: 'SVI' as const,
-          observationTimestamp: obs,
-          spot,
-          slices,
-          surface: new VolSurface(slices.map((s) => ({ expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, params: s.params as unknown as SviParams }))),
-          forwardCurve: curve,
-          calibrationMs: fit.calibrationMs,
-          sequence,
-        });
-  return { source, pair, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+  const surfaces: SurfaceSnapshot[] = [];
+  for (const mf of fit.models) {
+    if (mf.slices.length === 0) continue;
+    const slices = Object.freeze(mf.slices.map(freezeSlice));
+    surfaces.push(
+      Object.freeze({
+        source,
+        pair,
+        model: mf.model,
+        observationTimestamp: obs,
+        spot,
+        slices,
+        surface: buildModelSurface(mf.model, slices),
+        forwardCurve: curve,
+        calibrationMs: fit.calibrationMs,
+        sequence,
+        ...(mf.arbitrage ? { arbitrage: Object.freeze({ ...mf.arbitrage, counts: Object.freeze({ ...mf.arbitrage.counts }) }) } : {}),
+        skipped: Object.freeze([...fit.skipped, ...mf.skipped].map((x) => Object.freeze({ ...x }))),
+      }),
+    );
+  }
+  const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
+  return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
 }
 
-/** Fit and build in one step, on the calling thread. */
-export function calibrateChain(view: ChainView, sequence: number): CalibrationResult {
-  return buildSnapshots(fitChain(view), sequence);
+/** Fit and build in one step, on the calling thread (stateless: a fresh FitMemory). */
+export function calibrateChain(view: ChainView, sequence: number, options: ChainFitOptions = {}): CalibrationResult {
+  return buildSnapshots(fitChain(view, options), sequence);
 }

@@ -6,7 +6,7 @@
  * flight per (source, pair).
  */
 import { Worker } from 'node:worker_threads';
-import type { ChainFit } from './calibrate.js';
+import type { ChainFit, ChainFitOptions } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 
 interface Pending {
@@ -20,9 +20,12 @@ export class CalibrationWorker {
   private nextId = 1;
   private closed = false;
 
+  /** @param fitOptions options of every fit (SABR beta), passed to the worker at spawn */
+  constructor(private readonly fitOptions: ChainFitOptions = {}) {}
+
   private spawn(): Worker {
     const w = new Worker(new URL('./workerBoot.mjs', import.meta.url), {
-      workerData: { entry: new URL('./calibrationWorker.ts', import.meta.url).href },
+      workerData: { entry: new URL('./calibrationWorker.ts', import.meta.url).href, fitOptions: this.fitOptions },
       name: 'calibration',
     });
     w.on('message', (msg: { id: number; fit?: ChainFit; error?: string }) => {
@@ -43,16 +46,17 @@ export class CalibrationWorker {
   }
 
   /**
-   * Fit `view` in the worker.
+   * Fit `view` in the worker, with the worker's memory of (source, pair) in `namespace` (default 'live';
+   * the simulated history seeding passes its own, streams/simulatedHistory.ts).
    * @throws Error (rejected promise) when the worker fails or the pool is closed
    */
-  fit(view: ChainView): Promise<ChainFit> {
+  fit(view: ChainView, namespace?: string): Promise<ChainFit> {
     if (this.closed) return Promise.reject(new Error('calibration worker closed'));
     this.worker ??= this.spawn();
     const id = this.nextId++;
     return new Promise<ChainFit>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ id, view });
+      this.worker!.postMessage({ id, view, ...(namespace ? { namespace } : {}) });
     });
   }
 

@@ -1,15 +1,20 @@
 /**
- * Calibration worker thread: receives {@link ChainView}s, answers {@link ChainFit}s (fitChain), so
- * that fitting never blocks the thread serving REST. Messages: `{ id, view }` -> `{ id, fit }` or
- * `{ id, error }`.
+ * Calibration worker thread: receives {@link ChainView}s, answers {@link ChainFit}s (SVI, SABR and
+ * Vanna-Volga per expiry, streams/calibrate.ts), so that fitting never blocks the thread serving REST.
+ * Messages: `{ id, view, namespace? }` -> `{ id, fit }` or `{ id, error }`. `workerData.fitOptions` holds
+ * the {@link ChainFitOptions} (SABR beta). The worker's {@link ChainFitter} keeps, per (source, pair) and
+ * namespace, the last good slice of each expiry and the repair/rejection counts; they are lost when the
+ * worker restarts.
  */
-import { parentPort } from 'node:worker_threads';
-import { fitChain } from './calibrate.js';
+import { parentPort, workerData } from 'node:worker_threads';
+import { ChainFitter, type ChainFitOptions } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 
-parentPort!.on('message', (msg: { id: number; view: ChainView }) => {
+const fitter = new ChainFitter(((workerData as { fitOptions?: ChainFitOptions } | null)?.fitOptions ?? {}) as ChainFitOptions);
+
+parentPort!.on('message', (msg: { id: number; view: ChainView; namespace?: string }) => {
   try {
-    parentPort!.postMessage({ id: msg.id, fit: fitChain(msg.view) });
+    parentPort!.postMessage({ id: msg.id, fit: fitter.fit(msg.view, msg.namespace) });
   } catch (err) {
     parentPort!.postMessage({ id: msg.id, error: (err as Error)?.message ?? String(err) });
   }

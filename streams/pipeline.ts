@@ -5,7 +5,7 @@
  * events$ ─┬─ status  ──> cache.setFeedConnected
  *          ├─ funding ──> cache.addFunding (dedup by timestamp)
  *          └─ option | future | index ─ groupBy (source, pair) ─> ChainState (latest per instrument)
- *               ─ auditTime(throttleMs) ─ latestWins(fit: worker thread) ─ buildSnapshots ─> cache (surface, forward curve)
+ *               ─ auditTime(throttleMs) ─ latestWins(fit: worker thread) ─ buildSnapshots ─> cache (a surface per model, forward curve)
  * ```
  * Per (source, pair): at most one calibration in flight and the latest state wins
  * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: ../shared/design.md.
@@ -16,7 +16,7 @@ import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, Opt
 import { pairKey } from '../src/domain/markets.js';
 import type { MarketCache } from '../src/cache/marketCache.js';
 import { ChainState } from './chainState.js';
-import { buildSnapshots, fitChain, type ChainFit, type CalibrationResult } from './calibrate.js';
+import { buildSnapshots, ChainFitter, type ChainFit, type CalibrationResult } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 import { latestWins } from './operators.js';
 
@@ -35,7 +35,7 @@ export interface PipelineOptions {
   readonly throttleMs: number;
   readonly logger: PipelineLogger;
   /**
-   * Fits a chain view; default {@link fitChain} on this thread. The service passes a worker
+   * Fits a chain view; default a {@link ChainFitter} on this thread. The service passes a worker
    * thread's fit (streams/calibrationPool.ts) so that fitting never blocks REST.
    */
   readonly fit?: (view: ChainView) => ChainFit | Promise<ChainFit>;
@@ -65,7 +65,8 @@ export interface Pipelines {
  */
 export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineOptions): Pipelines {
   const { cache, clock, logger } = opts;
-  const fit = opts.fit ?? fitChain;
+  const inThread = new ChainFitter();
+  const fit = opts.fit ?? ((view: ChainView) => inThread.fit(view));
   const shared$ = events$.pipe(share());
   const subs = new Subscription();
 
@@ -128,7 +129,7 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
         }),
       )
       .subscribe((r) => {
-        if (r.surface) cache.putSurface(r.surface);
+        for (const s of r.surfaces) cache.putSurface(s);
         if (r.forwardCurve) cache.putForwardCurve(r.forwardCurve);
         opts.onCalibrated?.(r);
       }),

@@ -23,14 +23,15 @@
  *
  * Source: Bybit V5 docs (pages in wire.ts); rules summarised in README.md beside this file.
  */
-import { Subject, type Observable, type Subscription } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
 import type { InstrumentDefinition, MarketEvent } from '../../src/domain/events.js';
 import { systemClock, type Clock } from '../../src/domain/clock.js';
 import { SUPPORTED_PAIRS, pairLabel, type Pair } from '../../src/domain/markets.js';
-import { DropCounter } from '../shared/drops.js';
+import { FeedOutput, TrackedTimers } from '../shared/feedKit.js';
+import { errorMessage } from '../shared/normalizeKit.js';
+import { PacedRestClient, RestError, pageBackwards, retryUntilDone } from '../shared/rest.js';
 import {
   ReconnectingTransport,
-  parseRetryAfterMs,
   silentLogger,
   type Logger,
   type OpenContext,
@@ -97,17 +98,23 @@ export interface BybitFeedOptions {
   readonly transport?: Partial<Omit<ReconnectingTransportOptions, 'url' | 'onOpen' | 'silenceTimeoutMs' | 'heartbeat'>>;
 }
 
-/** A Bybit REST answer with a non-zero `retCode`, or an HTTP error. */
-export class BybitRestError extends Error {
-  constructor(
-    readonly path: string,
-    readonly code: string,
-    message: string,
-    /** Server-requested delay (HTTP 429 / 403 rate limit, Retry-After), ms. */
-    readonly retryAfterMs: number | null = null,
-  ) {
-    super(`${path}: ${code} ${message}`);
+/** A Bybit REST answer with a non-zero `retCode`, or an HTTP error (`retryAfterMs`: HTTP 429/403 Retry-After or retCode 10006, ms). */
+export class BybitRestError extends RestError {
+  constructor(path: string, code: string, message: string, retryAfterMs: number | null = null, status: number | null = null) {
+    super(path, code, message, retryAfterMs, status);
     this.name = 'BybitRestError';
+  }
+}
+
+/**
+ * Throws {@link BybitRestError} unless the body is a Bybit envelope with `retCode` 0 (10006, "too
+ * many visits", asks for a 1 s wait). Source: Bybit V5 docs, error codes.
+ */
+function checkBybitBody(body: unknown, path: string): void {
+  const r = bybitRestList(body);
+  if (!r.ok) {
+    const code = (body as Record<string, unknown> | null)?.['retCode'];
+    throw new BybitRestError(path, String(code), r.detail, code === 10006 ? 1_000 : null);
   }
 }
 
@@ -132,15 +139,13 @@ const topicOf = (symbol: string): string => `tickers.${symbol}`;
 /** Bybit {@link MarketFeed} (see the module docstring). */
 export class BybitFeed implements MarketFeed {
   readonly source = 'BYBIT' as const;
-  private readonly subject = new Subject<MarketEvent>();
+  private readonly out: FeedOutput;
   /** Hot stream of normalized events, from start() until stop(). */
-  readonly events$: Observable<MarketEvent> = this.subject.asObservable();
+  readonly events$: Observable<MarketEvent>;
 
   private readonly pairs: readonly Pair[];
   private readonly optionUrl: string;
   private readonly linearUrl: string;
-  private readonly baseUrl: string;
-  private readonly fetchFn: typeof fetch;
   private readonly pingMs: number;
   private readonly silenceMs: number;
   private readonly maxOptionArgs: number;
@@ -149,17 +154,14 @@ export class BybitFeed implements MarketFeed {
   private readonly refreshMs: number;
   private readonly fundingLookbackS: number;
   private readonly fundingCatchUpS: number;
-  private readonly restTimeoutMs: number;
-  private readonly restPacingMs: number;
   private readonly restRetryMs: number;
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly transportOpts: BybitFeedOptions['transport'];
-  private readonly drops: DropCounter;
+  private readonly rest: PacedRestClient;
   private readonly normalizer = new BybitNormalizer();
   private readonly subs: Subscription[] = [];
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly aborts = new Set<AbortController>();
+  private readonly timers = new TrackedTimers();
 
   private readonly optionConns: Conn[] = [];
   private linearConn: Conn | undefined;
@@ -172,10 +174,7 @@ export class BybitFeed implements MarketFeed {
   private started = false;
   private stopped = false;
   private statusConnected = false;
-  private messageCount = 0;
   private pongCount = 0;
-  private lastMessageAt: number | null = null;
-  private lastRestAt = 0;
   private reqSeq = 0;
 
   constructor(opts: BybitFeedOptions = {}) {
@@ -185,8 +184,6 @@ export class BybitFeed implements MarketFeed {
     }
     this.optionUrl = opts.optionUrl ?? BYBIT_OPTION_WS_URL;
     this.linearUrl = opts.linearUrl ?? BYBIT_LINEAR_WS_URL;
-    this.baseUrl = (opts.baseUrl ?? BYBIT_REST_URL).replace(/\/+$/, '');
-    this.fetchFn = opts.fetch ?? fetch;
     this.pingMs = opts.pingIntervalMs ?? 20_000;
     this.silenceMs = opts.silenceTimeoutMs ?? 30_000;
     this.maxOptionArgs = Math.max(1, Math.min(opts.maxOptionArgsPerConnection ?? BYBIT_MAX_OPTION_ARGS, BYBIT_MAX_OPTION_ARGS));
@@ -195,52 +192,55 @@ export class BybitFeed implements MarketFeed {
     this.refreshMs = opts.instrumentRefreshMs ?? 600_000;
     this.fundingLookbackS = opts.fundingLookbackS ?? 7 * 86_400;
     this.fundingCatchUpS = opts.fundingCatchUpS ?? 2 * 86_400;
-    this.restTimeoutMs = opts.restTimeoutMs ?? 10_000;
-    this.restPacingMs = opts.restPacingMs ?? 100;
     this.restRetryMs = opts.restRetryMs ?? 5_000;
     this.logger = opts.logger ?? silentLogger;
     this.clock = opts.clock ?? systemClock;
     this.transportOpts = opts.transport;
-    this.drops = new DropCounter(this.source, this.logger);
+    this.out = new FeedOutput(this.source, this.logger);
+    this.events$ = this.out.events$;
+    this.rest = new PacedRestClient({
+      baseUrl: opts.baseUrl ?? BYBIT_REST_URL,
+      fetch: opts.fetch ?? fetch,
+      pacingMs: opts.restPacingMs ?? 100,
+      timeoutMs: opts.restTimeoutMs ?? 10_000,
+      timers: this.timers,
+      // Bybit answers an IP rate-limit breach with HTTP 403 (docs: rate-limit) or 429.
+      rateLimitStatuses: [429, 403],
+      defaultRetryAfterMs: 2_000,
+      error: (path, code, message, retryAfterMs, status) => new BybitRestError(path, code, message, retryAfterMs, status),
+      checkBody: checkBybitBody,
+    });
   }
 
   /** Start the REST bootstrap; the WebSockets follow the first listing (idempotent). */
   start(): void {
     if (this.started || this.stopped) return;
     this.started = true;
-    void this.bootstrap(this.restRetryMs);
-    if (this.refreshMs > 0) {
-      const t = setInterval(() => void this.refreshListing(), this.refreshMs);
-      this.timers.add(t);
-    }
+    void this.bootstrap();
+    if (this.refreshMs > 0) this.timers.interval(() => void this.refreshListing(), this.refreshMs);
   }
 
   /** Close every socket for good; emits a final `disconnected` status and completes events$. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    for (const a of this.aborts) a.abort();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    this.rest.close();
+    this.timers.close();
     if (this.statusConnected) {
       this.statusConnected = false;
       this.emit({ kind: 'status', source: this.source, state: 'disconnected', reason: 'stopped', timestamp: this.clock.now() });
     }
     await Promise.all(this.conns().map((c) => c.transport.stop()));
     for (const s of this.subs) s.unsubscribe();
-    this.subject.complete();
+    this.out.complete();
   }
 
   /** Live counters (adapters/types.ts FeedStats); reconnects summed over every socket. */
   stats(): FeedStats {
-    return {
-      source: this.source,
-      connected: this.statusConnected,
-      messages: this.messageCount,
-      dropped: this.drops.snapshot(),
-      reconnects: this.conns().reduce((n, c) => n + c.transport.reconnects, 0),
-      lastMessageAt: this.lastMessageAt,
-    };
+    return this.out.stats(
+      this.statusConnected,
+      this.conns().reduce((n, c) => n + c.transport.reconnects, 0),
+    );
   }
 
   /** Diagnostics: per connection, the topics sent on the current socket; pings sent and pongs received. */
@@ -257,7 +257,7 @@ export class BybitFeed implements MarketFeed {
   }
 
   private emit(ev: MarketEvent): void {
-    if (!this.subject.closed) this.subject.next(ev);
+    this.out.emit(ev);
   }
 
   // ---------------------------------------------------------------- connections
@@ -360,105 +360,36 @@ export class BybitFeed implements MarketFeed {
   // ---------------------------------------------------------------- frames
 
   private onFrame(text: string): void {
-    this.messageCount += 1;
     const receivedAt = this.clock.now();
-    this.lastMessageAt = receivedAt;
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      this.drops.drop(BybitDropKinds.malformed, `invalid JSON: ${text.slice(0, 120)}`);
-      return;
-    }
+    this.out.countFrame(receivedAt);
+    const parsed = this.out.parseFrame(text);
+    if (!parsed.ok) return;
+    const msg = parsed.msg;
     if (typeof msg === 'object' && msg !== null) {
       const m = msg as Record<string, unknown>;
       if (m['op'] === 'pong' || (m['op'] === 'ping' && m['ret_msg'] === 'pong')) this.pongCount += 1;
     }
     const r = this.normalizer.normalize(msg, receivedAt);
-    if (!r.ok) {
-      this.drops.drop(r.kind, r.detail);
-      if (r.kind === BybitDropKinds.subscribeError) this.logger.warn({ source: this.source, detail: r.detail }, 'Bybit subscription failed');
-      return;
-    }
-    for (const ev of r.events) this.emit(ev);
+    this.out.publish(r);
+    if (!r.ok && r.kind === BybitDropKinds.subscribeError) this.logger.warn({ source: this.source, detail: r.detail }, 'Bybit subscription failed');
   }
 
   // ---------------------------------------------------------------- REST
 
-  private sleep(ms: number): Promise<void> {
-    if (ms <= 0 || this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        resolve();
-      }, ms);
-      this.timers.add(t);
-    });
-  }
-
-  private async restGet(path: string, params: Record<string, string>): Promise<unknown> {
-    for (let attempt = 0; ; attempt++) {
-      const wait = this.lastRestAt + this.restPacingMs - Date.now();
-      if (wait > 0) await this.sleep(wait);
-      this.lastRestAt = Date.now();
-      if (this.stopped) throw new Error('stopped');
-      try {
-        return await this.restOnce(path, params);
-      } catch (e) {
-        if (e instanceof BybitRestError && e.retryAfterMs !== null && attempt < 2 && !this.stopped) {
-          await this.sleep(e.retryAfterMs);
-          continue;
-        }
-        throw e;
-      }
-    }
-  }
-
-  private async restOnce(path: string, params: Record<string, string>): Promise<unknown> {
-    const url = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
-    const ac = new AbortController();
-    this.aborts.add(ac);
-    const timer = setTimeout(() => ac.abort(), this.restTimeoutMs);
-    try {
-      const res = await this.fetchFn(url, { signal: ac.signal, headers: { accept: 'application/json' } });
-      const text = await res.text();
-      if (!res.ok) {
-        // Bybit answers an IP rate-limit breach with HTTP 403 (docs: rate-limit) or 429.
-        const limited = res.status === 429 || res.status === 403;
-        const ra = limited ? (parseRetryAfterMs(res.headers.get('retry-after') ?? undefined, Date.now()) ?? 2_000) : null;
-        throw new BybitRestError(path, `HTTP ${res.status}`, text.slice(0, 200), ra);
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new BybitRestError(path, 'invalid-json', text.slice(0, 200));
-      }
-      const r = bybitRestList(body);
-      if (!r.ok) {
-        const code = (body as Record<string, unknown> | null)?.['retCode'];
-        // 10006: too many visits.
-        throw new BybitRestError(path, String(code), r.detail, code === 10006 ? 1_000 : null);
-      }
-      return body;
-    } finally {
-      clearTimeout(timer);
-      this.aborts.delete(ac);
-    }
-  }
-
-  private async bootstrap(retryMs: number): Promise<void> {
-    try {
-      await this.loadListing();
-      await this.loadFundingHistory(this.fundingLookbackS);
-    } catch (e) {
-      if (this.stopped) return;
-      const err = e instanceof Error ? e.message : String(e);
-      this.logger.warn({ source: this.source, err, retryInMs: retryMs }, 'Bybit REST bootstrap failed; retrying');
-      await this.sleep(retryMs);
-      if (!this.stopped) await this.bootstrap(Math.min(retryMs * 2, 60_000));
-    }
+  /** Listings then funding history; retried with doubling delay until it succeeds or stop(). */
+  private bootstrap(): Promise<void> {
+    return retryUntilDone(
+      async () => {
+        await this.loadListing();
+        await this.loadFundingHistory(this.fundingLookbackS);
+      },
+      {
+        firstDelayMs: this.restRetryMs,
+        timers: this.timers,
+        isStopped: () => this.stopped,
+        onFailure: (e, retryInMs) => this.logger.warn({ source: this.source, err: errorMessage(e), retryInMs }, 'Bybit REST bootstrap failed; retrying'),
+      },
+    );
   }
 
   /** All pages of instruments-info for (category, baseCoin). */
@@ -470,9 +401,9 @@ export class BybitFeed implements MarketFeed {
     for (let page = 0; page < 50; page++) {
       const params: Record<string, string> = { category, baseCoin, limit: '1000' };
       if (cursor) params['cursor'] = cursor;
-      const body = await this.restGet('/v5/market/instruments-info', params);
+      const body = await this.rest.get('/v5/market/instruments-info', params);
       const r = normalizeBybitInstruments(body, this.clock.now());
-      for (const d of r.dropped) if (d.kind !== BybitDropKinds.unsupportedInstrument && d.kind !== BybitDropKinds.inactive) this.drops.drop(d.kind, d.detail);
+      for (const d of r.dropped) if (d.kind !== BybitDropKinds.unsupportedInstrument && d.kind !== BybitDropKinds.inactive) this.out.drops.drop(d.kind, d.detail);
       defs.push(...r.events);
       infos.push(...r.listing);
       if (!r.nextPageCursor || seenCursors.has(r.nextPageCursor)) break;
@@ -512,7 +443,7 @@ export class BybitFeed implements MarketFeed {
     try {
       await this.loadListing();
     } catch (e) {
-      if (!this.stopped) this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'Bybit listing refresh failed');
+      if (!this.stopped) this.logger.warn({ source: this.source, err: errorMessage(e) }, 'Bybit listing refresh failed');
     }
   }
 
@@ -523,29 +454,25 @@ export class BybitFeed implements MarketFeed {
     for (const info of this.listing.values()) {
       if (info.instrument.type !== 'perpetual') continue;
       const symbol = info.instrument.name;
-      const items: unknown[] = [];
-      let endMs = nowMs;
-      for (let page = 0; page < 20; page++) {
-        const body = await this.restGet('/v5/market/funding/history', {
-          category: 'linear',
-          symbol,
-          startTime: String(startMs),
-          endTime: String(endMs),
-          limit: '200',
-        });
-        const r = bybitRestList(body);
-        const list = r.ok ? r.list : [];
-        items.push(...list);
-        const times = list
-          .map((x) => Number((x as Record<string, unknown> | null)?.['fundingRateTimestamp']))
-          .filter((t) => Number.isFinite(t) && t > 0);
-        if (list.length < 200 || times.length === 0) break;
-        const oldest = Math.min(...times);
-        if (oldest <= startMs) break;
-        endMs = oldest - 1;
-      }
+      const items = await pageBackwards({
+        maxPages: 20,
+        pageLimit: 200,
+        startMs,
+        fetchPage: async (oldestMs) => {
+          const body = await this.rest.get('/v5/market/funding/history', {
+            category: 'linear',
+            symbol,
+            startTime: String(startMs),
+            endTime: String(oldestMs === undefined ? nowMs : oldestMs - 1),
+            limit: '200',
+          });
+          const r = bybitRestList(body);
+          return r.ok ? r.list : [];
+        },
+        timeOf: (x) => Number((x as Record<string, unknown> | null)?.['fundingRateTimestamp']),
+      });
       const r = normalizeBybitFundingHistory(items, info.fundingIntervalHours);
-      for (const d of r.dropped) this.drops.drop(d.kind, d.detail);
+      for (const d of r.dropped) this.out.drops.drop(d.kind, d.detail);
       for (const ev of r.events) {
         if (ev.timestamp * 1000 < startMs) continue;
         if (this.normalizer.noteFunding(ev.instrumentId, ev.timestamp)) this.emit(ev);
@@ -558,7 +485,7 @@ export class BybitFeed implements MarketFeed {
     try {
       await this.loadFundingHistory(this.fundingCatchUpS);
     } catch (e) {
-      if (!this.stopped) this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'Bybit funding catch-up failed');
+      if (!this.stopped) this.logger.warn({ source: this.source, err: errorMessage(e) }, 'Bybit funding catch-up failed');
     }
   }
 }

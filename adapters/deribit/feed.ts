@@ -20,11 +20,12 @@
  * A socket loss emits FeedStatus `disconnected` (streams mark data stale; nothing is erased), a
  * (re)connect `connected`. Malformed frames are counted in a DropCounter, never thrown.
  */
-import { Subject, type Observable, type Subscription } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
 import type { FundingRate, InstrumentDefinition, MarketEvent } from '../../src/domain/events.js';
 import { systemClock, type Clock } from '../../src/domain/clock.js';
 import { SUPPORTED_PAIRS, pairLabel, type Pair } from '../../src/domain/markets.js';
-import { DropCounter } from '../shared/drops.js';
+import { FeedOutput, TrackedTimers } from '../shared/feedKit.js';
+import { errorMessage } from '../shared/normalizeKit.js';
 import {
   ReconnectingTransport,
   silentLogger,
@@ -112,9 +113,9 @@ function samePair(a: Pair, b: Pair): boolean {
 /** Deribit {@link MarketFeed} (see the module docstring). */
 export class DeribitFeed implements MarketFeed {
   readonly source = 'DERIBIT' as const;
-  private readonly subject = new Subject<MarketEvent>();
+  private readonly out: FeedOutput;
   /** Hot stream of normalized events, from start() until stop(). */
-  readonly events$: Observable<MarketEvent> = this.subject.asObservable();
+  readonly events$: Observable<MarketEvent>;
 
   private readonly url: string;
   private readonly pairs: readonly Pair[];
@@ -131,7 +132,6 @@ export class DeribitFeed implements MarketFeed {
   private readonly rateLimitRetryMs: number;
   private readonly logger: Logger;
   private readonly clock: Clock;
-  private readonly drops: DropCounter;
   private readonly transport: ReconnectingTransport;
   private readonly subs: Subscription[] = [];
 
@@ -141,10 +141,8 @@ export class DeribitFeed implements MarketFeed {
   private cid = 0;
   private statusConnected = false;
   private stopped = false;
-  private messageCount = 0;
-  private lastMessageAt: number | null = null;
   private refreshTimer: NodeJS.Timeout | undefined;
-  private readonly timers = new Set<NodeJS.Timeout>();
+  private readonly timers = new TrackedTimers();
   /** Live instruments of the configured pairs, by name. */
   private readonly instruments = new Map<string, DeribitInstrument>();
   /** Channels the server confirmed on the current socket. */
@@ -174,7 +172,8 @@ export class DeribitFeed implements MarketFeed {
     this.rateLimitRetryMs = opts.pacing?.rateLimitRetryMs ?? 1_000;
     this.logger = opts.logger ?? silentLogger;
     this.clock = opts.clock ?? systemClock;
-    this.drops = new DropCounter('DERIBIT', this.logger);
+    this.out = new FeedOutput(this.source, this.logger);
+    this.events$ = this.out.events$;
     this.transport = new ReconnectingTransport({
       name: 'DERIBIT',
       logger: this.logger,
@@ -198,23 +197,15 @@ export class DeribitFeed implements MarketFeed {
     if (this.stopped) return;
     this.stopped = true;
     this.endConnection('stopped');
-    for (const t of this.timers) clearTimeout(t);
     this.timers.clear();
     await this.transport.stop();
     for (const s of this.subs) s.unsubscribe();
-    this.subject.complete();
+    this.out.complete();
   }
 
   /** Live counters (adapters/types.ts FeedStats). */
   stats(): FeedStats {
-    return {
-      source: this.source,
-      connected: this.statusConnected,
-      messages: this.messageCount,
-      dropped: this.drops.snapshot(),
-      reconnects: this.transport.reconnects,
-      lastMessageAt: this.lastMessageAt,
-    };
+    return this.out.stats(this.statusConnected, this.transport.reconnects);
   }
 
   /** Channels confirmed by the server on the current socket (diagnostics). */
@@ -233,7 +224,7 @@ export class DeribitFeed implements MarketFeed {
     if (s.state === 'open') {
       this.logger.info({ source: this.source, url: this.url, connectionId: s.connectionId }, 'Deribit connected');
       this.statusConnected = true;
-      this.subject.next({ kind: 'status', source: this.source, state: 'connected', timestamp: this.clock.now() });
+      this.out.emit({ kind: 'status', source: this.source, state: 'connected', timestamp: this.clock.now() });
     } else if (s.state === 'closed') {
       this.endConnection(s.reason ?? 'closed');
     }
@@ -252,7 +243,7 @@ export class DeribitFeed implements MarketFeed {
     }
     if (this.statusConnected) {
       this.statusConnected = false;
-      this.subject.next({ kind: 'status', source: this.source, state: 'disconnected', reason, timestamp: this.clock.now() });
+      this.out.emit({ kind: 'status', source: this.source, state: 'disconnected', reason, timestamp: this.clock.now() });
     }
   }
 
@@ -274,7 +265,7 @@ export class DeribitFeed implements MarketFeed {
       await this.bootstrapFunding(cid);
     } catch (e) {
       if (cid !== this.cid || this.stopped) return;
-      const err = e instanceof Error ? e.message : String(e);
+      const err = errorMessage(e);
       this.logger.error({ source: this.source, err }, 'Deribit session setup failed; reconnecting');
       this.transport.reconnect(`setup failed: ${err}`);
     }
@@ -302,7 +293,7 @@ export class DeribitFeed implements MarketFeed {
         const result = await this.callPaced(cid, 'public/get_instruments', { currency, kind, expired: false });
         const r = normalizeInstrumentList(result, this.clock.now());
         for (const d of r.dropped) {
-          if (d.kind !== DropKinds.combo && d.kind !== DropKinds.unsupportedInstrument && d.kind !== DropKinds.inactive) this.drops.drop(d.kind, d.detail);
+          if (d.kind !== DropKinds.combo && d.kind !== DropKinds.unsupportedInstrument && d.kind !== DropKinds.inactive) this.out.drops.drop(d.kind, d.detail);
         }
         defs.push(...r.events);
       }
@@ -328,7 +319,7 @@ export class DeribitFeed implements MarketFeed {
         this.instruments.set(d.instrument, p.instrument);
         added.push(d.instrument);
       }
-      if (emitAll || isNew) this.subject.next(d);
+      if (emitAll || isNew) this.out.emit(d);
     }
     return { added, removed };
   }
@@ -343,7 +334,7 @@ export class DeribitFeed implements MarketFeed {
       if (added.length || removed.length) this.logger.info({ source: this.source, added: added.length, removed: removed.length }, 'Deribit instrument listing changed');
     } catch (e) {
       if (cid !== this.cid || this.stopped) return;
-      this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'Deribit instrument refresh failed');
+      this.logger.warn({ source: this.source, err: errorMessage(e) }, 'Deribit instrument refresh failed');
     }
   }
 
@@ -387,7 +378,7 @@ export class DeribitFeed implements MarketFeed {
   /** Emit the points of a history result not emitted before; returns the timestamps (s) present. */
   private emitFunding(instrumentId: string, pair: Pair, result: unknown): Set<number> {
     const r = normalizeFundingHistory(result, instrumentId, pair);
-    for (const d of r.dropped) this.drops.drop(d.kind, d.detail);
+    for (const d of r.dropped) this.out.drops.drop(d.kind, d.detail);
     let seen = this.fundingSeen.get(instrumentId);
     if (!seen) {
       seen = new Set();
@@ -402,7 +393,7 @@ export class DeribitFeed implements MarketFeed {
         fresh.push(ev);
       }
     }
-    for (const ev of fresh) this.subject.next(ev);
+    for (const ev of fresh) this.out.emit(ev);
     if (seen.size > 2 * (this.fundingLookbackS / 3600) + 48) {
       const horizon = this.clock.now() - this.fundingLookbackS - 86_400;
       for (const t of seen) if (t < horizon) seen.delete(t);
@@ -432,30 +423,21 @@ export class DeribitFeed implements MarketFeed {
       });
       published = this.emitFunding(instrumentId, pair, result).has(boundaryS) || (this.fundingSeen.get(instrumentId)?.has(boundaryS) ?? false);
     } catch (e) {
-      this.logger.warn({ source: this.source, instrumentId, err: e instanceof Error ? e.message : String(e) }, 'Deribit funding fetch failed');
+      this.logger.warn({ source: this.source, instrumentId, err: errorMessage(e) }, 'Deribit funding fetch failed');
     }
     if (!published && attempt < this.fundingAttempts && !this.stopped) {
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        void this.fetchSettledHour(instrumentId, pair, boundaryS, attempt + 1);
-      }, this.fundingRetryMs);
-      this.timers.add(t);
+      this.timers.timeout(() => void this.fetchSettledHour(instrumentId, pair, boundaryS, attempt + 1), this.fundingRetryMs);
     }
   }
 
   // ---------------------------------------------------------------- frames
 
   private onFrame(text: string): void {
-    this.messageCount += 1;
     const receivedAt = this.clock.now();
-    this.lastMessageAt = receivedAt;
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      this.drops.drop(DropKinds.malformed, `invalid JSON: ${text.slice(0, 120)}`);
-      return;
-    }
+    this.out.countFrame(receivedAt);
+    const parsed = this.out.parseFrame(text);
+    if (!parsed.ok) return;
+    const msg = parsed.msg;
     if (typeof msg === 'object' && msg !== null && !Array.isArray(msg)) {
       const m = msg as Record<string, unknown>;
       if (('result' in m || 'error' in m) && m['method'] === undefined) {
@@ -472,11 +454,11 @@ export class DeribitFeed implements MarketFeed {
     }
     const r = normalizeDeribit(msg, receivedAt);
     if (!r.ok) {
-      this.drops.drop(r.kind, r.detail);
+      this.out.drops.drop(r.kind, r.detail);
       return;
     }
     for (const ev of r.events) {
-      this.subject.next(ev);
+      this.out.emit(ev);
       if (ev.kind === 'future' && ev.perpetual) this.onPerpetualTicker(ev.instrument, { base: ev.base, quote: ev.quote }, ev.timestamp);
     }
   }
@@ -485,7 +467,7 @@ export class DeribitFeed implements MarketFeed {
     const id = m['id'];
     const p = typeof id === 'number' ? this.pending.get(id) : undefined;
     if (!p) {
-      this.drops.drop('unmatched-response', `id ${JSON.stringify(id)}`);
+      this.out.drops.drop('unmatched-response', `id ${JSON.stringify(id)}`);
       return;
     }
     this.pending.delete(id as number);
@@ -502,7 +484,7 @@ export class DeribitFeed implements MarketFeed {
     const cid = this.cid;
     if (cid === 0) return;
     this.call(cid, 'public/test', {}).catch((e: unknown) => {
-      this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'public/test (heartbeat answer) failed');
+      this.logger.warn({ source: this.source, err: errorMessage(e) }, 'public/test (heartbeat answer) failed');
     });
   }
 
@@ -541,14 +523,8 @@ export class DeribitFeed implements MarketFeed {
     }
   }
 
+  /** Resolves after `ms` on a tracked timer (cleared by stop(), which abandons the waiting task). */
   private sleep(ms: number): Promise<void> {
-    if (ms <= 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        resolve();
-      }, ms);
-      this.timers.add(t);
-    });
+    return this.timers.sleep(ms);
   }
 }

@@ -24,14 +24,15 @@
  *
  * Source: OKX API v5 docs (sections in wire.ts); rules summarised in README.md beside this file.
  */
-import { Subject, type Observable, type Subscription } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
 import type { InstrumentDefinition, MarketEvent } from '../../src/domain/events.js';
 import { systemClock, type Clock } from '../../src/domain/clock.js';
 import { SUPPORTED_PAIRS, pairLabel, type Pair } from '../../src/domain/markets.js';
-import { DropCounter } from '../shared/drops.js';
+import { FeedOutput, TrackedTimers } from '../shared/feedKit.js';
+import { errorMessage } from '../shared/normalizeKit.js';
+import { PacedRestClient, RestError, pageBackwards, retryUntilDone } from '../shared/rest.js';
 import {
   ReconnectingTransport,
-  parseRetryAfterMs,
   silentLogger,
   type Logger,
   type OpenContext,
@@ -97,17 +98,23 @@ export interface OkxFeedOptions {
   readonly transport?: Partial<Omit<ReconnectingTransportOptions, 'url' | 'onOpen' | 'silenceTimeoutMs' | 'heartbeat'>>;
 }
 
-/** An OKX REST answer with a non-"0" `code`, or an HTTP error. */
-export class OkxRestError extends Error {
-  constructor(
-    readonly path: string,
-    readonly code: string,
-    message: string,
-    /** Server-requested delay (HTTP 429 Retry-After), ms. */
-    readonly retryAfterMs: number | null = null,
-  ) {
-    super(`${path}: ${code} ${message}`);
+/** An OKX REST answer with a non-"0" `code`, or an HTTP error (`retryAfterMs`: HTTP 429 Retry-After or code 50011, ms). */
+export class OkxRestError extends RestError {
+  constructor(path: string, code: string, message: string, retryAfterMs: number | null = null, status: number | null = null) {
+    super(path, code, message, retryAfterMs, status);
     this.name = 'OkxRestError';
+  }
+}
+
+/**
+ * Throws {@link OkxRestError} unless the body's `code` is "0" (50011, "rate limit reached", asks for
+ * a 1 s wait). Source: #error-code-rest-api-public.
+ */
+function checkOkxBody(body: unknown, path: string): void {
+  const code = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['code'] : undefined;
+  if (code !== '0') {
+    const msg = String((body as Record<string, unknown> | null)?.['msg'] ?? '');
+    throw new OkxRestError(path, String(code), msg, code === '50011' ? 1_000 : null);
   }
 }
 
@@ -118,13 +125,11 @@ function samePair(a: Pair, b: Pair): boolean {
 /** OKX {@link MarketFeed} (see the module docstring). */
 export class OkxFeed implements MarketFeed {
   readonly source = 'OKX' as const;
-  private readonly subject = new Subject<MarketEvent>();
+  private readonly out: FeedOutput;
   /** Hot stream of normalized events, from start() until stop(). */
-  readonly events$: Observable<MarketEvent> = this.subject.asObservable();
+  readonly events$: Observable<MarketEvent>;
 
   private readonly pairs: readonly Pair[];
-  private readonly baseUrl: string;
-  private readonly fetchFn: typeof fetch;
   private readonly maxRequestBytes: number;
   private readonly requestsPerHour: number;
   private readonly refreshMs: number;
@@ -132,17 +137,14 @@ export class OkxFeed implements MarketFeed {
   private readonly fundingCatchUpS: number;
   private readonly fundingPageLimit: number;
   private readonly fundingMaxPages: number;
-  private readonly restTimeoutMs: number;
-  private readonly restPacingMs: number;
   private readonly restRetryMs: number;
   private readonly logger: Logger;
   private readonly clock: Clock;
   private readonly transport: ReconnectingTransport;
-  private readonly drops: DropCounter;
+  private readonly rest: PacedRestClient;
   private readonly normalizer: OkxNormalizer;
   private readonly subs: Subscription[] = [];
-  private readonly timers = new Set<NodeJS.Timeout>();
-  private readonly aborts = new Set<AbortController>();
+  private readonly timers = new TrackedTimers();
 
   /** Live futures/swaps of the followed pairs, by instId (from the listing). */
   private readonly derivatives = new Map<string, InstrumentDefinition>();
@@ -160,18 +162,13 @@ export class OkxFeed implements MarketFeed {
   private started = false;
   private stopped = false;
   private statusConnected = false;
-  private messageCount = 0;
   private pongCount = 0;
-  private lastMessageAt: number | null = null;
-  private lastRestAt = 0;
 
   constructor(opts: OkxFeedOptions = {}) {
     this.pairs = opts.pairs ?? SUPPORTED_PAIRS.OKX;
     for (const p of this.pairs) {
       if (!SUPPORTED_PAIRS.OKX.some((q) => samePair(p, q))) throw new Error(`OKX does not list ${pairLabel(p)}`);
     }
-    this.baseUrl = (opts.baseUrl ?? OKX_REST_URL).replace(/\/+$/, '');
-    this.fetchFn = opts.fetch ?? fetch;
     this.maxRequestBytes = Math.min(opts.maxRequestBytes ?? OKX_MAX_REQUEST_BYTES, OKX_MAX_REQUEST_BYTES);
     this.requestsPerHour = Math.max(1, Math.min(opts.requestsPerHour ?? OKX_REQUESTS_PER_HOUR, OKX_REQUESTS_PER_HOUR));
     this.refreshMs = opts.instrumentRefreshMs ?? 600_000;
@@ -179,13 +176,23 @@ export class OkxFeed implements MarketFeed {
     this.fundingCatchUpS = opts.fundingCatchUpS ?? 2 * 86_400;
     this.fundingPageLimit = Math.max(1, Math.min(opts.fundingPageLimit ?? 100, 400));
     this.fundingMaxPages = opts.fundingMaxPages ?? 20;
-    this.restTimeoutMs = opts.restTimeoutMs ?? 10_000;
-    this.restPacingMs = opts.restPacingMs ?? 250;
     this.restRetryMs = opts.restRetryMs ?? 5_000;
     this.logger = opts.logger ?? silentLogger;
     this.clock = opts.clock ?? systemClock;
-    this.drops = new DropCounter(this.source, this.logger);
-    this.normalizer = new OkxNormalizer({ onItemDrop: (k, d) => this.drops.drop(k, d) });
+    this.out = new FeedOutput(this.source, this.logger);
+    this.events$ = this.out.events$;
+    this.rest = new PacedRestClient({
+      baseUrl: opts.baseUrl ?? OKX_REST_URL,
+      fetch: opts.fetch ?? fetch,
+      pacingMs: opts.restPacingMs ?? 250,
+      timeoutMs: opts.restTimeoutMs ?? 10_000,
+      timers: this.timers,
+      rateLimitStatuses: [429],
+      defaultRetryAfterMs: 1_000,
+      error: (path, code, message, retryAfterMs, status) => new OkxRestError(path, code, message, retryAfterMs, status),
+      checkBody: checkOkxBody,
+    });
+    this.normalizer = new OkxNormalizer({ onItemDrop: (k, d) => this.out.drops.drop(k, d) });
     const pingMs = opts.pingAfterIdleMs ?? 25_000;
     const pongMs = opts.pongTimeoutMs ?? 5_000;
     this.transport = new ReconnectingTransport({
@@ -206,37 +213,26 @@ export class OkxFeed implements MarketFeed {
     if (this.started || this.stopped) return;
     this.started = true;
     this.transport.start();
-    void this.bootstrap(this.restRetryMs);
-    if (this.refreshMs > 0) {
-      const t = setInterval(() => void this.refreshListing(), this.refreshMs);
-      this.timers.add(t);
-    }
+    void this.bootstrap();
+    if (this.refreshMs > 0) this.timers.interval(() => void this.refreshListing(), this.refreshMs);
   }
 
   /** Close for good; emits a final `disconnected` status and completes events$. */
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    for (const a of this.aborts) a.abort();
-    for (const t of this.timers) clearTimeout(t);
-    this.timers.clear();
+    this.rest.close();
+    this.timers.close();
     if (this.deferredSync) clearTimeout(this.deferredSync);
     this.endConnection('stopped');
     await this.transport.stop();
     for (const s of this.subs) s.unsubscribe();
-    this.subject.complete();
+    this.out.complete();
   }
 
   /** Live counters (adapters/types.ts FeedStats). */
   stats(): FeedStats {
-    return {
-      source: this.source,
-      connected: this.statusConnected,
-      messages: this.messageCount,
-      dropped: this.drops.snapshot(),
-      reconnects: this.transport.reconnects,
-      lastMessageAt: this.lastMessageAt,
-    };
+    return this.out.stats(this.statusConnected, this.transport.reconnects);
   }
 
   /** Diagnostics: subscription keys (`channel|id`) sent and acknowledged on the current socket, pings and pongs, requests in the last hour. */
@@ -287,7 +283,7 @@ export class OkxFeed implements MarketFeed {
   }
 
   private emit(ev: MarketEvent): void {
-    if (!this.subject.closed) this.subject.next(ev);
+    this.out.emit(ev);
   }
 
   // ---------------------------------------------------------------- subscriptions
@@ -370,29 +366,19 @@ export class OkxFeed implements MarketFeed {
   // ---------------------------------------------------------------- frames
 
   private onFrame(text: string): void {
-    this.messageCount += 1;
     const receivedAt = this.clock.now();
-    this.lastMessageAt = receivedAt;
+    this.out.countFrame(receivedAt);
     if (text === 'pong') {
       this.pongCount += 1;
       return;
     }
-    let msg: unknown;
-    try {
-      msg = JSON.parse(text);
-    } catch {
-      this.drops.drop(OkxDropKinds.malformed, `invalid JSON: ${text.slice(0, 120)}`);
-      return;
-    }
+    const parsed = this.out.parseFrame(text);
+    if (!parsed.ok) return;
+    const msg = parsed.msg;
     if (typeof msg === 'object' && msg !== null && typeof (msg as Record<string, unknown>)['event'] === 'string') {
       this.onEvent(msg);
     }
-    const r = this.normalizer.normalize(msg, receivedAt);
-    if (!r.ok) {
-      this.drops.drop(r.kind, r.detail);
-      return;
-    }
-    for (const ev of r.events) this.emit(ev);
+    this.out.publish(this.normalizer.normalize(msg, receivedAt));
   }
 
   /** Bookkeeping of event answers (the normalizer counts errors). */
@@ -410,80 +396,20 @@ export class OkxFeed implements MarketFeed {
 
   // ---------------------------------------------------------------- REST
 
-  private sleep(ms: number): Promise<void> {
-    if (ms <= 0 || this.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const t = setTimeout(() => {
-        this.timers.delete(t);
-        resolve();
-      }, ms);
-      this.timers.add(t);
-    });
-  }
-
-  /** GET `path` with `params` (paced); returns the parsed body when `code` is "0". Retries 429 once per Retry-After. */
-  private async restGet(path: string, params: Record<string, string>): Promise<unknown> {
-    for (let attempt = 0; ; attempt++) {
-      const wait = this.lastRestAt + this.restPacingMs - Date.now();
-      if (wait > 0) await this.sleep(wait);
-      this.lastRestAt = Date.now();
-      if (this.stopped) throw new Error('stopped');
-      try {
-        return await this.restOnce(path, params);
-      } catch (e) {
-        if (e instanceof OkxRestError && e.retryAfterMs !== null && attempt < 2 && !this.stopped) {
-          await this.sleep(e.retryAfterMs);
-          continue;
-        }
-        throw e;
-      }
-    }
-  }
-
-  private async restOnce(path: string, params: Record<string, string>): Promise<unknown> {
-    const url = new URL(this.baseUrl + path);
-    for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
-    const ac = new AbortController();
-    this.aborts.add(ac);
-    const timer = setTimeout(() => ac.abort(), this.restTimeoutMs);
-    try {
-      const res = await this.fetchFn(url, { signal: ac.signal, headers: { accept: 'application/json' } });
-      const text = await res.text();
-      if (!res.ok) {
-        const ra = res.status === 429 ? (parseRetryAfterMs(res.headers.get('retry-after') ?? undefined, Date.now()) ?? 1_000) : null;
-        throw new OkxRestError(path, `HTTP ${res.status}`, text.slice(0, 200), ra);
-      }
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new OkxRestError(path, 'invalid-json', text.slice(0, 200));
-      }
-      const code = typeof body === 'object' && body !== null ? (body as Record<string, unknown>)['code'] : undefined;
-      if (code !== '0') {
-        const msg = String((body as Record<string, unknown> | null)?.['msg'] ?? '');
-        // 50011: rate limit reached (REST error codes, #error-code-rest-api-public).
-        throw new OkxRestError(path, String(code), msg, code === '50011' ? 1_000 : null);
-      }
-      return body;
-    } finally {
-      clearTimeout(timer);
-      this.aborts.delete(ac);
-    }
-  }
-
   /** Instruments then funding history; retried with doubling delay until it succeeds or stop(). */
-  private async bootstrap(retryMs: number): Promise<void> {
-    try {
-      await this.loadListing();
-      await this.loadFundingHistory(this.fundingLookbackS);
-    } catch (e) {
-      if (this.stopped) return;
-      const err = e instanceof Error ? e.message : String(e);
-      this.logger.warn({ source: this.source, err, retryInMs: retryMs }, 'OKX REST bootstrap failed; retrying');
-      await this.sleep(retryMs);
-      if (!this.stopped) await this.bootstrap(Math.min(retryMs * 2, 60_000));
-    }
+  private bootstrap(): Promise<void> {
+    return retryUntilDone(
+      async () => {
+        await this.loadListing();
+        await this.loadFundingHistory(this.fundingLookbackS);
+      },
+      {
+        firstDelayMs: this.restRetryMs,
+        timers: this.timers,
+        isStopped: () => this.stopped,
+        onFailure: (e, retryInMs) => this.logger.warn({ source: this.source, err: errorMessage(e), retryInMs }, 'OKX REST bootstrap failed; retrying'),
+      },
+    );
   }
 
   /**
@@ -495,9 +421,9 @@ export class OkxFeed implements MarketFeed {
     for (const p of this.pairs) {
       const instFamily = familyOf(p);
       for (const instType of ['OPTION', 'FUTURES', 'SWAP'] as const) {
-        const body = await this.restGet('/api/v5/public/instruments', { instType, instFamily });
+        const body = await this.rest.get('/api/v5/public/instruments', { instType, instFamily });
         const r = normalizeOkxInstruments(body, this.clock.now());
-        for (const d of r.dropped) if (d.kind !== OkxDropKinds.unsupportedInstrument && d.kind !== OkxDropKinds.inactive) this.drops.drop(d.kind, d.detail);
+        for (const d of r.dropped) if (d.kind !== OkxDropKinds.unsupportedInstrument && d.kind !== OkxDropKinds.inactive) this.out.drops.drop(d.kind, d.detail);
         defs.push(...r.events.filter((d) => this.pairs.some((q) => q.base === d.base && q.quote === d.quote)));
       }
     }
@@ -523,7 +449,7 @@ export class OkxFeed implements MarketFeed {
     try {
       await this.loadListing();
     } catch (e) {
-      if (!this.stopped) this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'OKX listing refresh failed');
+      if (!this.stopped) this.logger.warn({ source: this.source, err: errorMessage(e) }, 'OKX listing refresh failed');
     }
   }
 
@@ -531,7 +457,7 @@ export class OkxFeed implements MarketFeed {
     try {
       await this.loadFundingHistory(this.fundingCatchUpS);
     } catch (e) {
-      if (!this.stopped) this.logger.warn({ source: this.source, err: e instanceof Error ? e.message : String(e) }, 'OKX funding catch-up failed');
+      if (!this.stopped) this.logger.warn({ source: this.source, err: errorMessage(e) }, 'OKX funding catch-up failed');
     }
   }
 
@@ -540,24 +466,20 @@ export class OkxFeed implements MarketFeed {
     const startMs = (this.clock.now() - windowS) * 1000;
     for (const p of this.pairs) {
       const instId = swapOf(p);
-      const items: unknown[] = [];
-      let after: string | undefined;
-      for (let page = 0; page < this.fundingMaxPages; page++) {
-        const params: Record<string, string> = { instId, limit: String(this.fundingPageLimit) };
-        if (after !== undefined) params['after'] = after;
-        const body = (await this.restGet('/api/v5/public/funding-rate-history', params)) as { data?: unknown[] };
-        const data = Array.isArray(body.data) ? body.data : [];
-        items.push(...data);
-        const times = data
-          .map((x) => Number((x as Record<string, unknown> | null)?.['fundingTime']))
-          .filter((t) => Number.isFinite(t) && t > 0);
-        if (data.length < this.fundingPageLimit || times.length === 0) break;
-        const oldest = Math.min(...times);
-        if (oldest <= startMs) break;
-        after = String(oldest);
-      }
+      const items = await pageBackwards({
+        maxPages: this.fundingMaxPages,
+        pageLimit: this.fundingPageLimit,
+        startMs,
+        fetchPage: async (oldestMs) => {
+          const params: Record<string, string> = { instId, limit: String(this.fundingPageLimit) };
+          if (oldestMs !== undefined) params['after'] = String(oldestMs);
+          const body = (await this.rest.get('/api/v5/public/funding-rate-history', params)) as { data?: unknown[] };
+          return Array.isArray(body.data) ? body.data : [];
+        },
+        timeOf: (x) => Number((x as Record<string, unknown> | null)?.['fundingTime']),
+      });
       const r = normalizeOkxFundingHistory(items);
-      for (const d of r.dropped) this.drops.drop(d.kind, d.detail);
+      for (const d of r.dropped) this.out.drops.drop(d.kind, d.detail);
       for (const ev of r.events) {
         if (ev.timestamp * 1000 < startMs) continue;
         if (this.normalizer.noteFunding(ev.instrumentId, ev.timestamp)) this.emit(ev);

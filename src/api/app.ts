@@ -19,6 +19,7 @@ import { vanillaRoutes } from './routes/vanilla.js';
 import { surfaceRoutes } from './routes/surface.js';
 import { euBarrierRoutes } from './routes/euBarrier.js';
 import { scenarioRoutes } from './routes/scenarios.js';
+import { ivSummaryRoutes } from './routes/ivSummary.js';
 
 export interface AppOptions {
   readonly cache: MarketCache;
@@ -67,5 +68,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(surfaceRoutes(cache));
   await app.register(euBarrierRoutes(cache));
   await app.register(scenarioRoutes(cache));
+  await app.register(ivSummaryRoutes(cache));
   return app;
 }

@@ -19,8 +19,8 @@ import type { VolatilityModel } from '../cache/snapshot.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import { ApiError, badRequest, type ErrorDetail } from './errors.js';
 
-/** Models calibrated by this build; the others answer 400 "not available yet". */
-export const AVAILABLE_MODELS: ReadonlySet<VolatilityModel> = new Set<VolatilityModel>(['SVI']);
+/** Models calibrated by this build (all three, streams/calibrate.ts); others would answer 400 "not available yet". */
+export const AVAILABLE_MODELS: ReadonlySet<VolatilityModel> = new Set<VolatilityModel>(['SVI', 'SABR', 'VANNA_VOLGA']);
 
 /** Collects item errors of one request. */
 export class DetailCollector {

@@ -317,7 +317,6 @@ describe('scenario validation (400 naming the field)', () => {
     ['CALL without strike', { strike: undefined }, `${P}strike`],
     ['strike 0', { strike: 0 }, `${P}strike`],
     ['CALL without volatilityModel', { volatilityModel: undefined }, `${P}volatilityModel`],
-    ['PUT with SABR (not calibrated yet)', { instrumentType: 'PUT', volatilityModel: 'SABR' }, `${P}volatilityModel`],
     ['CALL without expiry', { expirationTimestamp: undefined }, `${P}expirationTimestamp`],
     ['CALL expired', { expirationTimestamp: OBS - 60 }, `${P}expirationTimestamp`],
     ['FORWARD without expiry', { instrumentType: 'FORWARD', expirationTimestamp: undefined }, `${P}expirationTimestamp`],

@@ -209,7 +209,7 @@ describe('bad requests get the documented errors and change nothing', () => {
     const rules = await http('POST', `${B}/api/v1/global/optionValuation/vanilla`, [
       { ...good, expirationTimestamp: 1_000_000 },
       { ...good, baseCurrency: 'SOL', quoteCurrency: 'USD' },
-      { ...good, volatilityModel: 'SABR' },
+      { ...good, baseCurrency: 'XRP', quoteCurrency: 'USD' },
       { ...good, inverse: false },
       { ...good, vanillaOptionType: 'PUT', strike: undefined },
       { ...good },
@@ -218,7 +218,7 @@ describe('bad requests get the documented errors and change nothing', () => {
     const byPath = Object.fromEntries(rules.body.details.map((d: { path: string; message: string }) => [d.path, d.message]));
     expect(byPath['[0].expirationTimestamp']).toMatch(/Must be >= current time/);
     expect(byPath['[1].baseCurrency']).toMatch(/does not list SOL\/USD/);
-    expect(byPath['[2].volatilityModel']).toMatch(/not available yet/);
+    expect(byPath['[2].baseCurrency']).toMatch(/does not list XRP\/USD/);
     expect(byPath['[3].inverse']).toMatch(/Must be true/);
     expect(byPath['[4].strike']).toMatch(/Required for PUT/);
     expect(byPath['[5].instrumentId']).toMatch(/Must be unique: "g" is also item 0/);

@@ -1,7 +1,10 @@
 /**
  * GET /api/v1/global/data/surface (additive to the spec): the calibrated surface of one
- * (source, pair, model): listed expiries with their forward, model parameters, ATM vol and fit
- * diagnostics. Also the way to find the expiries the service lists (README).
+ * (source, pair, model), SVI, SABR or VANNA_VOLGA: listed expiries with their forward, model parameters,
+ * ATM vol and fit diagnostics (RMSE and max error in vol points, quotes used, calibration time, butterfly and
+ * calendar status: fitted, repaired or kept from an earlier fit), plus the surface's no-arbitrage summary and
+ * the repair/rejection counts of that (source, pair, model) (src/cache/snapshot.ts SurfaceArbitrage).
+ * Also the way to find the expiries the service lists (README).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
@@ -37,6 +40,8 @@ export const surfaceRoutes =
           spotPrice: snap.spot,
           sequence: snap.sequence,
           calibrationMs: snap.calibrationMs,
+          arbitrage: snap.arbitrage ?? null,
+          skipped: snap.skipped ?? [],
           expiries: snap.slices.map((s) => ({
             expirationTimestamp: s.expirationTimestamp,
             T: s.T,

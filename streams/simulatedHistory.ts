@@ -1,0 +1,229 @@
+/**
+ * The simulated market's last 24 hours, so that GET iVSummary shows its 24 h changes from the start in
+ * simulated mode (issue 4: "the simulator pre-runs 24 h of market history at start").
+ *
+ * How, and why it is honest:
+ * 1. Pre-run. The simulator's Market is built `hours` before now (same seed) and stepped to now in steps of
+ *    `stepS` seconds (its own stochastic dynamics, adapters/simulator/market.ts), then its clock becomes the
+ *    real clock and the simulator serves from that state: the live market is the continuation of the path.
+ * 2. Replaying the path. A twin Market with the same seed, start and step sequence follows exactly the same
+ *    path (the Market is deterministic in seed, start time and step() calls). At each seed time t (every
+ *    `everyS` seconds from now - hours to now) the twin's Deribit listing (DeribitChains, rolled like the
+ *    server's) is printed as the simulated exchange prints it at t: every option's and future's ticker
+ *    (optionTicker/futureTicker: mark IV rounded to 0.01 %, bid/ask on the tick) and the indices, as Deribit
+ *    JSON-RPC notifications, normalized by the real Deribit normalizer into a ChainState, and calibrated by the
+ *    same fitChain as the live data (in the calibration worker, memory namespace 'history'). The SVI, SABR and
+ *    Vanna-Volga snapshots go to the 24 h history (src/cache/history.ts), not to the cache.
+ * 3. Just in time. A seed point of time t is calibrated `leadS` before the live service first needs it, at
+ *    t + 24 h (the 24 h change at time t' reads the point nearest t' - 24 h): at start only the
+ *    points from now - 24 h to now - 24 h + leadS (3 points per pair with the defaults), then one per pair
+ *    every `everyS`. So the seeding costs a few fits at start-up and a trickle afterwards, never 24 h of
+ *    calibrations at once.
+ * The only difference from live data: in a seed chain every ticker is printed at the same instant t (live, each
+ * option is refreshed about once a second).
+ */
+import type { Logger } from 'pino';
+import type { MarketEvent } from '../src/domain/events.js';
+import { pairKey } from '../src/domain/markets.js';
+import type { SurfaceSnapshot } from '../src/cache/snapshot.js';
+import { DIFF_HORIZON_S } from '../src/cache/history.js';
+import { normalizeDeribit } from '../adapters/deribit/normalize.js';
+import { Market } from '../adapters/simulator/market.js';
+import { DeribitChains } from '../adapters/simulator/chains.js';
+import { futureTicker, indexData, notification, optionTicker, type SettlementMemory } from '../adapters/simulator/deribitMessages.js';
+import { Rng } from '../adapters/simulator/rng.js';
+import { ChainState, type ChainView } from './chainState.js';
+import { buildSnapshots, type ChainFit } from './calibrate.js';
+
+/** Options of {@link prepareSimulatedHistory}. */
+export interface SimulatedHistoryOptions {
+  /** Market seed (SIM_SEED). */
+  readonly seed: number;
+  /** Hours of history (SIM_HISTORY_HOURS), > 0 (24 gives the 24 h changes from the start). Default 24. */
+  readonly hours?: number;
+  /** Market step of the pre-run, seconds. Default 300. */
+  readonly stepS?: number;
+  /** Spacing of the seed points, seconds (a multiple of stepS). Default 300 (the history's bucket). */
+  readonly everyS?: number;
+  /** Seed points are calibrated this many seconds before the live service needs them. Default 600. */
+  readonly leadS?: number;
+  /** Real clock, Unix ms. Default Date.now. */
+  readonly clock?: () => number;
+}
+
+/** What {@link SimulatedHistory.start} needs. */
+export interface SeedingTarget {
+  /** Fits a seed chain (the calibration worker with namespace 'history'). */
+  readonly fit: (view: ChainView) => ChainFit | Promise<ChainFit>;
+  /** Receives every snapshot built from a seed fit (the history's `record`). */
+  readonly onSnapshot: (s: SurfaceSnapshot) => void;
+  readonly logger?: Pick<Logger, 'info' | 'warn'>;
+}
+
+/** Progress of the seeding. */
+export interface SeedingProgress {
+  /** Seed times calibrated so far. */
+  readonly points: number;
+  /** Seed times in total. */
+  readonly total: number;
+  /** Observation time (Unix s) of the newest seed point, null before the first. */
+  readonly newestS: number | null;
+}
+
+/** A pre-run market and the seeding of its history (see the module docstring). */
+export interface SimulatedHistory {
+  /** The Market to give the simulator: stepped from now - hours to now, on the real clock from now on. */
+  readonly market: Market;
+  /** Unix ms of the start of the history (now - hours). */
+  readonly startMs: number;
+  /** Start the just-in-time seeding (idempotent). */
+  start(target: SeedingTarget): void;
+  /** Resolves when the seed points due so far (by the clock, with the lead) are all in. */
+  caughtUp(): Promise<void>;
+  progress(): SeedingProgress;
+  /** Stop seeding (pending timers cleared). */
+  stop(): void;
+}
+
+/** A Market on a settable clock: `atMs` while set, the real clock once released. */
+function marketAt(seed: number, startMs: number, realClock: () => number): { market: Market; set(ms: number | null): void } {
+  let simMs: number | null = startMs;
+  const market = new Market({ seed, clock: () => simMs ?? realClock() });
+  return { market, set: (ms) => (simMs = ms) };
+}
+
+/**
+ * Build the pre-run simulator market and the seeder of its history.
+ * @throws RangeError when hours <= 0 or everyS is not a positive multiple of stepS
+ */
+export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): SimulatedHistory {
+  const hours = opts.hours ?? 24;
+  const stepS = opts.stepS ?? 300;
+  const everyS = opts.everyS ?? 300;
+  const leadS = opts.leadS ?? 600;
+  const clock = opts.clock ?? Date.now;
+  if (!(hours > 0)) throw new RangeError(`prepareSimulatedHistory: hours must be > 0, got ${hours}`);
+  if (!(stepS > 0 && everyS > 0 && Number.isInteger(everyS / stepS))) throw new RangeError(`prepareSimulatedHistory: everyS (${everyS}) must be a positive multiple of stepS (${stepS})`);
+  const nowMs = clock();
+  const nSteps = Math.round((hours * 3600) / stepS);
+  const startMs = nowMs - nSteps * stepS * 1000;
+
+  // 1. The simulator's market: stepped through the history, then released to the real clock.
+  const live = marketAt(opts.seed, startMs, clock);
+  for (let i = 1; i <= nSteps; i++) {
+    live.set(startMs + i * stepS * 1000);
+    live.market.step(stepS);
+  }
+  live.set(null);
+
+  // 2. The twin, stepped lazily to each seed time.
+  const twin = marketAt(opts.seed, startMs, clock);
+  const chains = new DeribitChains(twin.market);
+  const rng = Rng.derive(opts.seed, 'history:quotes');
+  const memory: SettlementMemory = new Map();
+  let twinStep = 0;
+  const stepsPerPoint = everyS / stepS;
+  const total = nSteps / stepsPerPoint + 1;
+
+  /** The chain views of every pair at twin step `n` (the market advanced to it first). */
+  const viewsAt = (n: number): ChainView[] => {
+    while (twinStep < n) {
+      twinStep++;
+      twin.set(startMs + twinStep * stepS * 1000);
+      twin.market.step(stepS);
+      chains.refresh(startMs + twinStep * stepS * 1000);
+    }
+    const tMs = startMs + n * stepS * 1000;
+    twin.set(tMs);
+    const states = new Map<string, ChainState>();
+    const apply = (raw: unknown): void => {
+      const r = normalizeDeribit(raw, tMs / 1000);
+      if (!r.ok) return;
+      for (const e of r.events as readonly MarketEvent[]) {
+        if (e.kind !== 'option' && e.kind !== 'future' && e.kind !== 'index') continue;
+        const key = pairKey(e.source, e);
+        let st = states.get(key);
+        if (!st) states.set(key, (st = new ChainState(e.source, { base: e.base, quote: e.quote })));
+        st.apply(e);
+      }
+    };
+    const indices = new Map<string, { u: Parameters<typeof indexData>[2]; dp: number }>();
+    for (const inst of chains.all()) {
+      indices.set(inst.product.priceIndex, { u: inst.underlying, dp: inst.product.priceDecimals });
+      const data = inst.kind === 'option' ? optionTicker(twin.market, inst, tMs, rng, memory) : futureTicker(twin.market, inst, tMs, rng, memory);
+      apply(notification(`ticker.${inst.name}.100ms`, data));
+    }
+    for (const [name, x] of indices) apply(notification(`deribit_price_index.${name}`, indexData(twin.market, name, x.u, x.dp, tMs)));
+    return [...states.values()].map((s) => s.view());
+  };
+
+  let started = false;
+  let stopped = false;
+  let timer: NodeJS.Timeout | null = null;
+  let points = 0;
+  let newestS: number | null = null;
+  let waiters: Array<() => void> = [];
+  let idle = true;
+  const sequences = new Map<string, number>();
+  /** Real time (ms) at which seed point j is needed: the 24 h change reads it DIFF_HORIZON_S after its time. */
+  const dueAt = (j: number): number => startMs + j * everyS * 1000 + DIFF_HORIZON_S * 1000 - leadS * 1000;
+
+  const notify = (): void => {
+    const w = waiters;
+    waiters = [];
+    for (const f of w) f();
+  };
+
+  const run = async (target: SeedingTarget): Promise<void> => {
+    idle = false;
+    try {
+      while (!stopped && points < total && dueAt(points) <= clock()) {
+        const j = points;
+        const views = viewsAt(j * stepsPerPoint);
+        for (const view of views) {
+          if (stopped) return;
+          try {
+            const fit = await target.fit(view);
+            const key = `${view.source}:${view.pair.base}/${view.pair.quote}`;
+            const seq = (sequences.get(key) ?? 0) + 1;
+            sequences.set(key, seq);
+            for (const s of buildSnapshots(fit, seq).surfaces) target.onSnapshot(s);
+          } catch (err) {
+            target.logger?.warn({ err: (err as Error).message, pair: `${view.pair.base}/${view.pair.quote}` }, 'simulated history: a seed fit failed; that point is missing');
+          }
+        }
+        points = j + 1;
+        newestS = (startMs + j * everyS * 1000) / 1000;
+        if (points === 1) target.logger?.info({ atS: newestS, pairs: views.length }, 'simulated history: first 24 h reference point calibrated');
+      }
+    } finally {
+      idle = true;
+      notify();
+    }
+    if (!stopped && points < total) {
+      timer = setTimeout(() => void run(target), Math.max(1000, dueAt(points) - clock()));
+      timer.unref();
+    }
+  };
+
+  return {
+    market: live.market,
+    startMs,
+    start(target) {
+      if (started || stopped) return;
+      started = true;
+      void run(target);
+    },
+    caughtUp() {
+      if (stopped || (idle && (points >= total || dueAt(points) > clock()))) return Promise.resolve();
+      return new Promise((resolve) => waiters.push(resolve));
+    },
+    progress: () => ({ points, total, newestS }),
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      timer = null;
+      notify();
+    },
+  };
+}
