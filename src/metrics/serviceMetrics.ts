@@ -7,11 +7,13 @@
  *   (messages, reconnects, drops by kind) are turned into Prometheus counters by adding the increase since the
  *   previous scrape; `volsurf_feed_messages_per_second` is the rate over the last ~10 s ({@link FeedRates});
  * - calibration: every surface written to the cache (`MarketCache.updates$`, all models, also surfaces a
- *   Kafka replica receives) observes `calibrationMs` in the duration histogram and counts its arbitrage
- *   repairs (slices whose fit `method` says a butterfly/calendar penalty was applied, src/quant/sviCalibration.ts
- *   and sabrCalibration.ts "density penalty") and its published violations (`butterflyFree: false`);
- *   {@link ServiceMetrics.observeCalibration} (streams/pipeline.ts `onCalibrated`) counts the expiries the
- *   calibration left out, by reason (a failed fit is a rejection);
+ *   Kafka replica receives) observes `calibrationMs` in the duration histogram. Arbitrage repairs and
+ *   rejections come from the snapshot's cumulative `arbitrage.counts` (streams/calibrate.ts, issue 4:
+ *   constrained refits and calendar-envelope repairs; rejected fits that kept the previous slice or dropped the
+ *   expiry) when the snapshot carries them; without them (older calibrators, hand-built snapshots) a repair is
+ *   a slice whose fit `method` says a penalty was applied and no rejection is counted. Published violations are
+ *   slices with `butterflyFree: false`. {@link ServiceMetrics.observeCalibration} (streams/pipeline.ts
+ *   `onCalibrated`) counts the expiries a calibration left out, by reason;
  * - the cache at scrape time: per-expiry fit RMSE and max error (vol points), snapshot age on the service
  *   clock, sequence numbers, data age and staleness per (source, pair);
  * - REST: a fastify onResponse hook ({@link ServiceMetrics.observeHttp}, src/api/plugins/metrics.ts);
@@ -87,12 +89,25 @@ export function isRepairedFit(method: string): boolean {
   return /penalty/i.test(method) && !/penalty failed/i.test(method);
 }
 
+/**
+ * The optional no-arbitrage status a snapshot may carry (src/cache/snapshot.ts SurfaceArbitrage, issue 4),
+ * read structurally so that snapshots without it stay valid.
+ */
+interface ArbitrageCountsLike {
+  readonly constrainedRefits?: number;
+  readonly calendarRepaired?: number;
+  readonly keptPrevious?: number;
+  readonly dropped?: number;
+  readonly rejected?: number;
+}
+
 /** Per-instance Prometheus metrics; see the module comment for the series and their sources. */
 export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   private readonly calibrationDuration: Histogram<'source' | 'pair' | 'model'>;
-  private readonly repairs: Counter<'source' | 'pair' | 'model'>;
+  private readonly repairs: Counter<'source' | 'pair' | 'model' | 'kind'>;
+  private readonly rejections: Counter<'source' | 'pair' | 'model' | 'outcome'>;
   private readonly violations: Counter<'source' | 'pair' | 'model'>;
   private readonly skipped: Counter<'source' | 'pair' | 'reason'>;
   private readonly cacheUpdates: Counter<'type'>;
@@ -214,8 +229,14 @@ export class ServiceMetrics {
     });
     this.repairs = new Counter({
       name: 'volsurf_arbitrage_repairs_total',
-      help: 'Expiry fits repaired by a butterfly/calendar (density) penalty before publication',
-      labelNames: ['source', 'pair', 'model'],
+      help: 'Expiry fits whose arbitrage was repaired before publication: kind constrained-refit (butterfly/calendar penalty refit) or calendar-envelope',
+      labelNames: ['source', 'pair', 'model', 'kind'],
+      registers,
+    });
+    this.rejections = new Counter({
+      name: 'volsurf_arbitrage_rejections_total',
+      help: 'Expiry fits rejected for arbitrage no refit removed: outcome kept-previous (the last good slice served) or dropped (expiry left out)',
+      labelNames: ['source', 'pair', 'model', 'outcome'],
       registers,
     });
     this.violations = new Counter({
@@ -407,16 +428,26 @@ export class ServiceMetrics {
 
   private observeSurface(s: SurfaceSnapshot): void {
     const labels = { source: s.source, pair: pairLabel(s.pair), model: s.model };
+    const key = `${labels.source}:${labels.pair}:${labels.model}`;
     this.calibrationDuration.observe(labels, s.calibrationMs / 1000);
-    let repaired = 0;
     let violating = 0;
-    for (const sl of s.slices) {
-      if (isRepairedFit(sl.fit.method)) repaired++;
-      if (!sl.fit.butterflyFree) violating++;
-    }
+    for (const sl of s.slices) if (!sl.fit.butterflyFree) violating++;
     // inc(0) creates the series, so a scrape shows 0 rather than nothing
-    this.repairs.inc(labels, repaired);
     this.violations.inc(labels, violating);
+    const counts = (s as SurfaceSnapshot & { arbitrage?: { counts?: ArbitrageCountsLike } }).arbitrage?.counts;
+    if (counts) {
+      // cumulative counts of the calibrator: add their increase
+      this.addIncrease(this.repairs, `rep:${key}:refit`, { ...labels, kind: 'constrained-refit' }, counts.constrainedRefits ?? 0);
+      this.addIncrease(this.repairs, `rep:${key}:cal`, { ...labels, kind: 'calendar-envelope' }, counts.calendarRepaired ?? 0);
+      this.addIncrease(this.rejections, `rej:${key}:kept`, { ...labels, outcome: 'kept-previous' }, counts.keptPrevious ?? 0);
+      this.addIncrease(this.rejections, `rej:${key}:drop`, { ...labels, outcome: 'dropped' }, counts.dropped ?? 0);
+    } else {
+      let repaired = 0;
+      for (const sl of s.slices) if (isRepairedFit(sl.fit.method)) repaired++;
+      this.repairs.inc({ ...labels, kind: 'constrained-refit' }, repaired);
+      this.rejections.inc({ ...labels, outcome: 'kept-previous' }, 0);
+      this.rejections.inc({ ...labels, outcome: 'dropped' }, 0);
+    }
   }
 
   /** Add to `counter` the increase of a cumulative value since the last scrape (a decrease restarts the count). */

@@ -8,6 +8,7 @@ import { MarketCache } from '../../src/cache/marketCache.js';
 import type { PublisherStats } from '../../src/publish/publisher.js';
 import { expiryLabel, isRepairedFit, ServiceMetrics, skipReasonLabel, UNMATCHED_ROUTE } from '../../src/metrics/serviceMetrics.js';
 import { FeedRates } from '../../src/metrics/feedRates.js';
+import type { CalibrationResult } from '../../streams/calibrate.js';
 import type { Clock } from '../../src/domain/clock.js';
 import { FakeFeed, makeSurface, one, parseProm, pick, sum } from './helpers.js';
 
@@ -139,6 +140,7 @@ describe('calibration series', () => {
     let s = (await scrape()).samples;
     expect(one(s, 'volsurf_arbitrage_repairs_total', svi)).toBe(0);
     expect(one(s, 'volsurf_arbitrage_violations_total', svi)).toBe(0);
+    expect(sum(s, 'volsurf_arbitrage_rejections_total', svi)).toBe(0);
     cache.putSurface(
       makeSurface({
         sequence: 2,
@@ -154,9 +156,26 @@ describe('calibration series', () => {
     expect(one(s, 'volsurf_arbitrage_violations_total', svi)).toBe(1);
   });
 
+  it('takes repairs and rejections from the cumulative arbitrage counts a snapshot carries', async () => {
+    const { cache, scrape } = setup();
+    const sabr = { source: 'DERIBIT', pair: 'BTC/USD', model: 'SABR' };
+    const withCounts = (sequence: number, counts: Record<string, number>) => ({
+      ...makeSurface({ model: 'SABR', sequence, fits: [{ method: 'penalty applied' }] }),
+      arbitrage: { butterflyFree: true, calendarFreeRaw: true, calendarFree: true, calendarGrid: 'g', counts: { fits: 10, constrainedRefits: 0, calendarRepaired: 0, keptPrevious: 0, dropped: 0, rejected: (counts.keptPrevious ?? 0) + (counts.dropped ?? 0), ...counts } },
+    });
+    cache.putSurface(withCounts(1, { constrainedRefits: 3, calendarRepaired: 1, keptPrevious: 2, dropped: 0 }));
+    cache.putSurface(withCounts(2, { constrainedRefits: 5, calendarRepaired: 1, keptPrevious: 2, dropped: 1 }));
+    const s = (await scrape()).samples;
+    expect(one(s, 'volsurf_arbitrage_repairs_total', { ...sabr, kind: 'constrained-refit' })).toBe(5);
+    expect(one(s, 'volsurf_arbitrage_repairs_total', { ...sabr, kind: 'calendar-envelope' })).toBe(1);
+    expect(one(s, 'volsurf_arbitrage_rejections_total', { ...sabr, outcome: 'kept-previous' })).toBe(2);
+    expect(one(s, 'volsurf_arbitrage_rejections_total', { ...sabr, outcome: 'dropped' })).toBe(1);
+  });
+
   it('counts expiries left out of a calibration by reason', async () => {
     const { m, scrape } = setup();
     m.observeCalibration({
+      surfaces: [],
       source: 'DERIBIT',
       pair: BTC,
       surface: null,
@@ -169,7 +188,7 @@ describe('calibration series', () => {
         { expirationTimestamp: 3, reason: 'no usable mark IV' },
         { expirationTimestamp: 4, reason: 'fit failed: bad input' },
       ],
-    });
+    } as unknown as CalibrationResult);
     const s = (await scrape()).samples;
     const l = { source: 'DERIBIT', pair: 'BTC/USD' };
     expect(one(s, 'volsurf_calibration_rejected_expiries_total', { ...l, reason: 'fit-failed' })).toBe(2);

@@ -14,7 +14,7 @@ import { z } from 'zod';
 /** Error body of every 4xx/5xx answer (src/api/errors.ts errorBody). */
 export const ErrorBody = z
   .object({
-    statusCode: z.number().int().describe('HTTP status code, repeated in the body'),
+    statusCode: z.number().int().min(400).max(599).describe('HTTP status code, repeated in the body'),
     error: z.string().describe('HTTP reason phrase of the status, e.g. "Bad Request", "Service Unavailable"'),
     message: z.string().describe('What went wrong, in words; for 503 it says which (source, pair) and why (warming up, stale since when, not connected)'),
     details: z
@@ -252,6 +252,23 @@ const ReadyResult = z.object({
   ),
 });
 
+/** The live dashboard's state (src/dashboard/state.ts DashboardState), in outline. */
+const DashboardStateResult = z.object({
+  selection: z
+    .object({ source: z.string(), baseCurrency: z.string(), quoteCurrency: z.string(), volatilityModel: z.string() })
+    .nullable()
+    .describe('The (source, pair, model) shown; null while nothing is known yet'),
+  options: z.array(z.object({ source: z.string(), pair: z.string(), models: z.array(z.string()).describe('Models with a calibrated surface') })).describe('Every (source, pair) known, with the models held'),
+  generatedAt: num().describe('Wall-clock time the state was built, Unix seconds'),
+  unavailable: z
+    .object({ reason: z.string().describe('not-connected, warming-up or stale'), message: z.string().describe('The 503 message of the API') })
+    .nullable().describe('Why the API answers 503 for the selection now (its reason and message), or null'),
+  surface: z.record(z.string(), z.unknown()).nullable().describe('Smiles (market mark/bid/ask IVs, fitted curve of each model) and the ATM term structure with 25D/10D RR and BF; null before the first calibration'),
+  forwardCurve: z.record(z.string(), z.unknown()).nullable().describe('Listed forward points with their annualized basis, and the constant maturities'),
+  funding: z.array(z.record(z.string(), z.unknown())).describe('Funding history (oldest first, at most 240 points) of each perpetual of the pair'),
+  feeds: z.array(z.record(z.string(), z.unknown())).describe('Feed-status panel: per exchange connected, messages/s, last message age, reconnects, dropped, stale and warming-up pairs'),
+});
+
 /** Documentation of one route. */
 export interface RouteDoc {
   readonly tags: readonly string[];
@@ -359,6 +376,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tags: ['monitoring'],
     description:
       'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs, the fitted curve of every model held), ATM term structure with 25D/10D risk reversals and butterflies, forward curve, funding history and feed status. Missing query fields default to the first pair held.',
+    response: DashboardStateResult,
     errors: [400],
   },
   'GET /dashboard/api/stream': {

@@ -174,8 +174,8 @@
         box.appendChild(card);
       }
       if (box.children[i] !== card) box.insertBefore(card, box.children[i]);
-      card.querySelector('.name').textContent = `${fmtDate(sm.expirationTimestamp)} (${(sm.T * 365).toFixed(1)} d)`;
-      card.querySelector('.info').textContent = `F ${fmtPrice(sm.forward)} · RMSE ${sm.rmseVolPts.toFixed(2)} vp · ${sm.quotesUsed} quotes${sm.butterflyFree ? '' : ' · butterfly!'}`;
+      card.querySelector('.name').textContent = `${fmtDate(sm.expirationTimestamp)} · ${(sm.T * 365).toFixed(1)} d`;
+      card.querySelector('.info').textContent = `F ${fmtPrice(sm.forward)} · RMSE ${sm.rmseVolPts.toFixed(2)} vp · ${sm.quotesUsed} q${sm.butterflyFree ? '' : ' · butterfly!'}`;
       const chart = chartIn(card.querySelector('.chart'));
       dash.charts.smiles[key] = chart;
       const marks = sm.quotes.map((q) => [q.strike, 100 * q.markIv]);
