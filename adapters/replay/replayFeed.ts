@@ -36,6 +36,8 @@ export interface ReplayFeedOptions {
   readonly source?: Source;
   /** Normalizer of that source. Default {@link normalizeDeribit}. */
   readonly normalizer?: Normalizer;
+  /** Exchange time of a raw message, Unix s, or null (the recorded receive time is used). Default {@link messageTimeS} (Deribit's shapes). */
+  readonly messageTime?: (raw: unknown) => number | null;
   /** Waits `ms` milliseconds (injectable for tests). Default setTimeout. */
   readonly sleep?: (ms: number) => Promise<void>;
   /** At speed 0, yield to the event loop every this many lines. Default 1 000. */
@@ -185,7 +187,7 @@ export class ReplayFeed implements MarketFeed {
           this.drops.drop('malformed', parsed.detail);
           continue;
         }
-        const t = messageTimeS(parsed.value) ?? parsed.recvS;
+        const t = (this.opts.messageTime ?? messageTimeS)(parsed.value) ?? parsed.recvS;
         if (t !== null) {
           if (this.speed > 0 && paceT !== null && t > paceT) {
             await this.sleep(((t - paceT) * 1000) / this.speed);
