@@ -5,7 +5,7 @@
  * JSON keeps every IEEE-754 double exactly (shortest round-trip representation, ECMA-262 Number::toString), so the
  * inputs are bit-identical.
  */
-import { buildSnapshots, type ChainFit } from '../../streams/calibrate.js';
+import { buildSnapshots, type ChainFit, type ModelFit } from '../../streams/calibrate.js';
 import type { ExpirySlice, ForwardCurveSnapshot, SurfaceSnapshot } from '../cache/snapshot.js';
 import type { ForwardCurveMessage, SurfaceSnapshotMessage } from '../publish/schemas.js';
 
@@ -25,7 +25,16 @@ function fitOf(m: SurfaceSnapshotMessage): ChainFit {
     observationTimestamp: m.observationTimestamp,
     spot: m.spot,
     points: m.forwardCurve.map((p) => ({ ...p })),
-    models: [{ model: m.volatilityModel, slices, skipped: [], calibrationMs: m.calibrationMs }],
+    models: [
+      {
+        model: m.volatilityModel,
+        slices,
+        // the document's `skipped` is already the union of the chain's and the model's (buildSnapshots joins them)
+        skipped: (m.skipped ?? []).map((x) => ({ ...x })),
+        calibrationMs: m.calibrationMs,
+        ...(m.arbitrage ? { arbitrage: structuredClone(m.arbitrage) as unknown as NonNullable<ModelFit['arbitrage']> } : {}),
+      },
+    ],
     skipped: [],
     calibrationMs: m.calibrationMs,
     version: 0,

@@ -84,6 +84,27 @@ describe('Kafka document schemas', () => {
     expect(back.surface.impliedVol(s0.T, 95_000, s0.forward)).toBeCloseTo(Math.sqrt(w / s0.T), 12);
   });
 
+  it('carries the no-arbitrage status and the skipped expiries, and the rebuilt snapshot has them back', () => {
+    const arbitrage = {
+      butterflyFree: true,
+      calendarFreeRaw: false,
+      calendarFree: true,
+      calendarGrid: '241 points of k in [-3, 3]',
+      counts: { fits: 40, butterflyRepaired: 2, calendarRepaired: 3, rejected: 1, keptPrevious: 1, dropped: 0 },
+    };
+    const skipped = [{ expirationTimestamp: OBS + 1800, reason: 'expires within the hour' }];
+    const withStatus = { ...surface, arbitrage, skipped } as unknown as typeof surface; // counts: whatever the calibrator counts
+    const m = SurfaceSnapshotMessageSchema.parse(JSON.parse(JSON.stringify(surfaceToMessage(withStatus, curve.points, false))));
+    expect(m.arbitrage).toEqual(arbitrage);
+    expect(m.skipped).toEqual(skipped);
+    const back = surfaceFromMessage(m) as typeof surface & { arbitrage?: unknown; skipped?: unknown };
+    expect(back.arbitrage).toEqual(arbitrage);
+    expect(back.skipped).toEqual(skipped);
+    expect(SurfaceSnapshotMessageSchema.safeParse({ ...m, arbitrage: { ...arbitrage, counts: { fits: -1 } } }).success).toBe(false);
+    // Without them (hand-built snapshots) the fields are simply absent.
+    expect('arbitrage' in surfaceToMessage(surface, curve.points, false)).toBe(false);
+  });
+
   it('round-trips forward curves and funding points', () => {
     const cm = forwardCurveToMessage(curve);
     expect(ForwardCurveMessageSchema.safeParse(cm).success).toBe(true);
