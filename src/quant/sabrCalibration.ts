@@ -40,7 +40,15 @@ import { levenbergMarquardt } from './lm.js';
 import { sabrAlphaFromAtmVol, sabrImpliedVolUnchecked, sabrParamViolations, type SabrFormula, type SabrParams } from './sabr.js';
 import { checkSmileDensity, defaultDensityCheckStrikes, smileArbitragePenalties, type DensityCheckOptions } from './smileArbitrage.js';
 import { strikeFromDelta, strikeFromDeltaFlat } from './strikeFromDelta.js';
-import type { SviQuote, SviWeighting } from './sviCalibration.js';
+import {
+  computeQuoteWeights,
+  marketAtmIv,
+  median,
+  resolveWeighting,
+  validSortedQuotes,
+  type SviQuote,
+  type SviWeighting,
+} from './quoteWeights.js';
 import { errorStats } from './vannaVolga.js';
 
 /**
@@ -167,18 +175,11 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   if (!(beta >= 0 && beta <= 1)) throw new RangeError(`calibrateSabr: beta must be in [0, 1], got ${beta}`);
   const formula = options.formula ?? 'hagan2002';
   const nuMax = options.nuMax ?? 50;
-  const valid: { q: SviQuote; i: number }[] = [];
-  const dropped: number[] = [];
-  quotes.forEach((q, i) => {
-    const ok = Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0 && (q.weight === undefined || (Number.isFinite(q.weight) && q.weight > 0));
-    if (ok) valid.push({ q, i });
-    else dropped.push(i);
-  });
-  if (valid.length === 0) throw new RangeError('calibrateSabr: no valid quote (need finite k and iv > 0)');
-  valid.sort((x, y) => x.q.k - y.q.k || x.i - y.i);
+  const { valid, dropped } = validSortedQuotes(quotes, 'calibrateSabr');
 
+  // Weights as calibrateSvi's (quoteWeights.ts), with SABR's own vega floor (see SabrCalibrationOptions.vegaFloor).
   const weighting = resolveWeighting(options.weighting ?? 'vega', valid.map((x) => x.q));
-  const omegaAll = computeWeights(valid.map((x) => x.q), T, weighting, options);
+  const omegaAll = computeQuoteWeights(valid.map((x) => x.q), T, weighting, { vegaFloor: options.vegaFloor ?? 0.03, minSpread: options.minSpread ?? 0.005 });
   const prep = (keep: readonly boolean[]): Prepared => {
     const idx: number[] = [];
     keep.forEach((kp, j) => {
@@ -206,7 +207,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   const n = all.k.length;
   const minFull = Math.max(3, options.minQuotesFull ?? 5);
   const mode: SabrFitMode = n === 1 ? 'sabr-1p' : n === 2 ? 'sabr-2p' : n < minFull ? 'sabr-3p-ridge' : 'sabr-3p';
-  const marketAtm = marketAtmIv(all);
+  const marketAtm = marketAtmIv(all.k, all.iv);
   const atmGuess = marketAtm ?? nearestIv(all);
   const fPow = Math.pow(F, 1 - beta);
   const alphaLo = 1e-6 * fPow;
@@ -436,64 +437,8 @@ function residualsVolPts(p: SabrParams, d: Prepared, vol: (p: SabrParams, K: num
   return out;
 }
 
-function hasTwoSided(q: SviQuote): boolean {
-  return q.bidIv != null && q.askIv != null && q.bidIv > 0 && q.askIv > q.bidIv && Number.isFinite(q.askIv);
-}
-
-function resolveWeighting(w: SviWeighting, qs: readonly SviQuote[]): Exclude<SviWeighting, 'auto'> {
-  if (w !== 'auto') return w;
-  const two = qs.filter(hasTwoSided).length;
-  return two * 2 >= qs.length && two > 0 ? 'spread' : 'vega';
-}
-
-/** Weights as in calibrateSvi: vega phi(d1) sqrt(T) relative to the largest (floored), inverse spread, or 1
- * (default floor 0.03 here, see SabrCalibrationOptions.vegaFloor). */
-function computeWeights(qs: readonly SviQuote[], T: number, w: Exclude<SviWeighting, 'auto'>, o: SabrCalibrationOptions): number[] {
-  let base: number[];
-  if (w === 'uniform') base = qs.map(() => 1);
-  else if (w === 'vega') {
-    const vegas = qs.map((q) => {
-      const sw = q.iv * Math.sqrt(T);
-      const d1 = -q.k / sw + sw / 2;
-      return Math.exp(-0.5 * d1 * d1) * Math.sqrt(T);
-    });
-    const mx = Math.max(...vegas);
-    const floor = o.vegaFloor ?? 0.03;
-    base = vegas.map((x) => Math.max(mx > 0 ? x / mx : 1, floor));
-  } else {
-    const minSpread = o.minSpread ?? 0.005;
-    const ws = qs.map((q) => (hasTwoSided(q) ? 1 / Math.max((q.askIv as number) - (q.bidIv as number), minSpread) : Number.NaN));
-    const known = ws.filter((x) => !Number.isNaN(x));
-    const med = known.length > 0 ? median(known) : 1;
-    base = ws.map((x) => (Number.isNaN(x) ? med : x));
-  }
-  return base.map((b, i) => b * ((qs[i] as SviQuote).weight ?? 1));
-}
-
-/** Market ATM IV: linear interpolation in k of the quotes around k = 0; null if 0 is outside them. */
-function marketAtmIv(d: Prepared): number | null {
-  const k = d.k;
-  const n = k.length;
-  if (n === 0 || (k[0] as number) > 0 || (k[n - 1] as number) < 0) return null;
-  for (let i = 0; i < n; i++) {
-    if ((k[i] as number) === 0) return d.iv[i] as number;
-    if (i + 1 < n && (k[i] as number) < 0 && (k[i + 1] as number) > 0) {
-      const t = -(k[i] as number) / ((k[i + 1] as number) - (k[i] as number));
-      return (d.iv[i] as number) * (1 - t) + (d.iv[i + 1] as number) * t;
-    }
-  }
-  return null;
-}
-
 function nearestIv(d: Prepared): number {
   let j = 0;
   for (let i = 1; i < d.k.length; i++) if (Math.abs(d.k[i] as number) < Math.abs(d.k[j] as number)) j = i;
   return d.iv[j] as number;
-}
-
-function median(xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 === 1 ? (s[h] as number) : ((s[h - 1] as number) + (s[h] as number)) / 2;
 }

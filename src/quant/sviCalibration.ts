@@ -48,36 +48,22 @@ import {
   sviTotalVariance,
   type SviParams,
 } from './svi.js';
+import {
+  computeQuoteWeights,
+  marketAtmIv,
+  median,
+  resolveWeighting,
+  validSortedQuotes,
+  type SviQuote,
+  type SviWeighting,
+} from './quoteWeights.js';
 import { VolSurface } from './surface.js';
 
-/** One quote of one expiry. */
-export interface SviQuote {
-  /** Log-moneyness ln(K/F) against the expiry's forward F. */
-  readonly k: number;
-  /** Implied volatility (mark IV), fraction, > 0. */
-  readonly iv: number;
-  /** Optional extra weight (> 0), multiplied into the weighting scheme's weight. */
-  readonly weight?: number;
-  /** Best bid IV, fraction; null/undefined/<= 0 when there is no bid. */
-  readonly bidIv?: number | null;
-  /** Best ask IV, fraction; null/undefined/<= 0 when there is no ask. */
-  readonly askIv?: number | null;
-}
-
-/**
- * Weights of the IV residuals (normalized to mean 1):
- * - `uniform`: 1;
- * - `vega`: Black vega per unit forward, phi(d1)·sqrt(T) with d1 = -k/sqrt(w) + sqrt(w)/2, relative to
- *   the largest, floored at `vegaFloor` (so wings still count);
- * - `spread`: 1 / max(askIv - bidIv, minSpread) where both sides exist, the median of those weights
- *   elsewhere (inverse bid-ask weighting);
- * - `auto` (default): `spread` when at least half of the quotes have a two-sided IV market, else `vega`.
- */
-export type SviWeighting = 'auto' | 'uniform' | 'vega' | 'spread';
+export type { SviQuote, SviWeighting } from './quoteWeights.js';
 
 /** Options of {@link calibrateSvi}. */
 export interface SviCalibrationOptions {
-  /** Weighting scheme, default `auto`. */
+  /** Weighting scheme (quoteWeights.ts {@link SviWeighting}), default `auto`. */
   readonly weighting?: SviWeighting;
   /** Floor of relative vega weights, default 0.1. */
   readonly vegaFloor?: number;
@@ -177,18 +163,10 @@ const RHO_MAX = 0.999;
  */
 export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: SviCalibrationOptions = {}): SviCalibrationResult {
   if (!(T > 0) || !Number.isFinite(T)) throw new RangeError(`calibrateSvi: T must be a finite number > 0, got ${T}`);
-  const valid: { q: SviQuote; i: number }[] = [];
-  const dropped: number[] = [];
-  quotes.forEach((q, i) => {
-    const ok = Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0 && (q.weight === undefined || (Number.isFinite(q.weight) && q.weight > 0));
-    if (ok) valid.push({ q, i });
-    else dropped.push(i);
-  });
-  if (valid.length === 0) throw new RangeError('calibrateSvi: no valid quote (need finite k and iv > 0)');
-  valid.sort((x, y) => x.q.k - y.q.k || x.i - y.i);
+  const { valid, dropped } = validSortedQuotes(quotes, 'calibrateSvi');
 
   const weighting = resolveWeighting(options.weighting ?? 'auto', valid.map((x) => x.q));
-  const omegaAll = computeWeights(valid.map((x) => x.q), T, weighting, options);
+  const omegaAll = computeQuoteWeights(valid.map((x) => x.q), T, weighting, { vegaFloor: options.vegaFloor ?? 0.1, minSpread: options.minSpread ?? 0.005 });
   const warnings: string[] = [];
   let iterations = 0;
 
@@ -205,7 +183,7 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
     omega: Float64Array.from(omegaAll, (w) => (w * n) / omegaSum),
     index: valid.map((x) => x.i),
   };
-  const atmMarketIv = marketAtmIv(all);
+  const atmMarketIv = marketAtmIv(all.k, all.iv);
 
   let params: SviParams;
   let robustScaleVolPts: number | null = null;
@@ -317,41 +295,6 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
 }
 
 // ---------------------------------------------------------------------------------------------
-// Weights
-
-function hasTwoSided(q: SviQuote): boolean {
-  return q.bidIv != null && q.askIv != null && q.bidIv > 0 && q.askIv > q.bidIv && Number.isFinite(q.askIv);
-}
-
-function resolveWeighting(w: SviWeighting, qs: readonly SviQuote[]): Exclude<SviWeighting, 'auto'> {
-  if (w !== 'auto') return w;
-  const two = qs.filter(hasTwoSided).length;
-  return two * 2 >= qs.length && two > 0 ? 'spread' : 'vega';
-}
-
-function computeWeights(qs: readonly SviQuote[], T: number, w: Exclude<SviWeighting, 'auto'>, o: SviCalibrationOptions): number[] {
-  let base: number[];
-  if (w === 'uniform') base = qs.map(() => 1);
-  else if (w === 'vega') {
-    const vegas = qs.map((q) => {
-      const sw = q.iv * Math.sqrt(T);
-      const d1 = -q.k / sw + sw / 2;
-      return Math.exp(-0.5 * d1 * d1) * Math.sqrt(T);
-    });
-    const mx = Math.max(...vegas);
-    const floor = o.vegaFloor ?? 0.1;
-    base = vegas.map((x) => Math.max(mx > 0 ? x / mx : 1, floor));
-  } else {
-    const minSpread = o.minSpread ?? 0.005;
-    const ws = qs.map((q) => (hasTwoSided(q) ? 1 / Math.max((q.askIv as number) - (q.bidIv as number), minSpread) : Number.NaN));
-    const known = ws.filter((x) => !Number.isNaN(x));
-    const med = known.length > 0 ? median(known) : 1;
-    base = ws.map((x) => (Number.isNaN(x) ? med : x));
-  }
-  return base.map((b, i) => b * ((qs[i] as SviQuote).weight ?? 1));
-}
-
-// ---------------------------------------------------------------------------------------------
 // Shapes for sparse fits
 
 interface Shape {
@@ -364,7 +307,7 @@ interface Shape {
 
 /** ATM total variance estimate: linear interpolation of w at k = 0, or the nearest quote's. */
 function atmTotalVariance(d: Prepared, T: number): number {
-  const iv = marketAtmIv(d);
+  const iv = marketAtmIv(d.k, d.iv);
   if (iv !== null) return iv * iv * T;
   const k = d.k;
   const j = Math.abs(k[0] as number) < Math.abs(k[k.length - 1] as number) ? 0 : k.length - 1;
@@ -777,21 +720,6 @@ function residualsVolPts(p: SviParams, d: Prepared, T: number): number[] {
   return out;
 }
 
-/** Market ATM IV: linear interpolation in k of the quotes around k = 0; null if 0 is outside. */
-function marketAtmIv(d: Prepared): number | null {
-  const k = d.k;
-  const n = k.length;
-  if (n === 0 || (k[0] as number) > 0 || (k[n - 1] as number) < 0) return null;
-  for (let i = 0; i < n; i++) {
-    if ((k[i] as number) === 0) return d.iv[i] as number;
-    if (i + 1 < n && (k[i] as number) < 0 && (k[i + 1] as number) > 0) {
-      const t = (0 - (k[i] as number)) / ((k[i + 1] as number) - (k[i] as number));
-      return (d.iv[i] as number) * (1 - t) + (d.iv[i + 1] as number) * t;
-    }
-  }
-  return null;
-}
-
 /** At most `n` evenly spaced elements of `xs` (first and last kept). */
 function thin(xs: readonly number[], n: number): number[] {
   if (xs.length <= n) return [...xs];
@@ -821,13 +749,6 @@ function gInline(p: SviParams, k: number): number {
 /** Grid points where w(k) < w_floor(k) (calendar-spread arbitrage against the earlier expiry). */
 function calendarViolations(p: SviParams, floor: SviParams, grid: readonly number[]): number[] {
   return grid.filter((k) => !(sviTotalVariance(p, k) >= sviTotalVariance(floor, k)));
-}
-
-function median(xs: readonly number[]): number {
-  if (xs.length === 0) return Number.NaN;
-  const s = [...xs].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 === 1 ? (s[h] as number) : ((s[h - 1] as number) + (s[h] as number)) / 2;
 }
 
 // ---------------------------------------------------------------------------------------------

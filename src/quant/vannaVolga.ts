@@ -43,7 +43,7 @@ import { black76Greeks, black76Price } from './black76.js';
 import { impliedVolBlack76 } from './impliedVol.js';
 import { checkSmileDensity, type DensityCheckOptions } from './smileArbitrage.js';
 import { strikeFromDelta, strikeFromDeltaFlat } from './strikeFromDelta.js';
-import type { SviQuote } from './sviCalibration.js';
+import { median, type SviQuote } from './quoteWeights.js';
 
 /** Which VV implied-vol approximation is used between the 10-delta strikes. */
 export type VannaVolgaOrder = 'first' | 'second';
@@ -357,12 +357,6 @@ export function errorStats(res: readonly number[]): { rmseVolPts: number; maxErr
     mx = Math.max(mx, Math.abs(e));
   }
   return { rmseVolPts: Math.sqrt(ss / res.length), maxErrorVolPts: mx, quotes: res.length };
-}
-
-function median(xs: readonly number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const h = s.length >> 1;
-  return s.length % 2 === 1 ? (s[h] as number) : ((s[h - 1] as number) + (s[h] as number)) / 2;
 }
 
 /**
