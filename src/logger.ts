@@ -16,7 +16,7 @@ export const LOG_REDACT = {
 /** Create the service logger. `pretty` defaults to stdout being a TTY. */
 export function createLogger(level: string, pretty = Boolean(process.stdout.isTTY)): Logger {
   if (pretty && canResolve('pino-pretty')) {
-    return pino({ level, redact: LOG_REDACT, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } } });
+    return pino({ level, redact: LOG_REDACT, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true } } });
   }
   return pino({ level, redact: LOG_REDACT });
 }

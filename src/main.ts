@@ -21,12 +21,21 @@ async function main(): Promise<void> {
   const logger = createLogger(config.LOG_LEVEL, config.LOG_PRETTY);
   logger.info({ marketSource: config.MARKET_SOURCE, port: config.PORT, host: config.HOST }, 'starting vol-surface service');
   const svc = await startService(config, logger);
-  logger.info({ url: svc.url }, `REST API listening at ${svc.url} (readiness: ${svc.url}/ready)`);
+  // a wildcard bind address is not a URL one can open: show localhost instead
+  const shown = svc.url.replace('//0.0.0.0:', '//localhost:').replace('//[::]:', '//localhost:');
+  const dashboard = config.ROLE === 'calibrator' ? null : `${shown}/`;
+  const links = dashboard ? `dashboard ${dashboard}, API docs ${shown}/docs, metrics ${shown}/metrics` : `metrics ${shown}/metrics`;
+  logger.info({ url: shown, dashboard, metrics: `${shown}/metrics` }, `HTTP listening at ${shown} (${links}; readiness ${shown}/ready)`);
 
   const readyTimer = setInterval(() => {
     if (svc.cache.expected().length > 0 && svc.cache.missing().length === 0) {
       clearInterval(readyTimer);
-      logger.info({ url: svc.url }, `ready: every configured pair has a calibrated surface at ${svc.url}`);
+      logger.info(
+        { url: shown, dashboard },
+        dashboard
+          ? `ready: every configured pair has a calibrated surface. Live dashboard: ${dashboard} (API docs ${shown}/docs)`
+          : `ready: every configured pair has a calibrated surface (metrics ${shown}/metrics)`,
+      );
     }
   }, 250);
   readyTimer.unref();

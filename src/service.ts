@@ -124,14 +124,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
         seenPairs.add(key);
         cache.setExpectedPairs([...cache.expected(), { source: r.source, pair: r.pair }]);
       }
-      if (r.surface && r.surface.sequence === 1) {
-        const pair = `${r.pair.base}/${r.pair.quote}`;
-        const ms = Math.round(r.calibrationMs);
-        logger.info(
-          { source: r.source, pair, model: r.surface.model, expiries: r.surface.slices.length, ms },
-          `first surface calibrated: ${r.source} ${pair} ${r.surface.model}, ${r.surface.slices.length} expiries in ${ms} ms`,
-        );
-      }
+      // the first calibrated surface per pair is logged by the monitoring (src/metrics/startupLog.ts)
     },
   });
 

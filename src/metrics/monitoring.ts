@@ -23,7 +23,7 @@ export interface MonitoringOptions {
   /** The Kafka publisher, when the service publishes. */
   readonly publisher?: () => PublisherLike | null;
   readonly clock?: Clock;
-  /** Start-up log lines (instruments loaded per exchange); none without a logger. */
+  /** Start-up log lines (connecting, instruments loaded, funding history, first surface per pair); none without a logger. */
   readonly logger?: StartupLogger;
   /** The merged market events (for the start-up log). */
   readonly events$?: Observable<MarketEvent>;
@@ -52,7 +52,7 @@ export class Monitoring {
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.defaultMetrics !== undefined ? { defaultMetrics: opts.defaultMetrics } : {}),
     });
-    this.startup = opts.logger && opts.events$ ? attachStartupLog(opts.events$, opts.logger) : null;
+    this.startup = opts.logger && opts.events$ ? attachStartupLog(opts.events$, opts.logger, 500, opts.cache.updates$) : null;
   }
 
   /** Current stats of every feed. */

@@ -2,13 +2,15 @@
  * Start-up log lines that say what the service is doing while it comes up, from the normalized events:
  * - per exchange, once its first instrument listing has arrived (no new listing for `quietMs`):
  *   "DERIBIT: 1710 instruments loaded (BTC/USD 812 options + 9 futures + 1 perpetual, ...)";
- * - per exchange, the first funding history received: "DERIBIT: funding history loaded (4 perpetuals, 2880 points)".
+ * - per exchange, the first funding history received: "DERIBIT: funding history loaded (4 perpetuals, 2880 points)";
+ * - per (source, pair), its first calibrated SVI surface (the one readiness waits for), from the cache's updates:
+ *   "first surface calibrated: DERIBIT BTC/USD, 12 expiries in 85 ms".
  * - per exchange as the feeds start: "DERIBIT: connecting for BTC/USD, ETH/USD" ({@link logFeedsStarting}).
- * (Connects are logged by the adapters; the first calibrated surface per pair and the ready line by
- * src/service.ts and src/main.ts.)
+ * (Connects are logged by the adapters; the ready line, with the dashboard URL, by src/main.ts.)
  */
 import { buffer, debounceTime, filter, share, Subscription, type Observable } from 'rxjs';
 import type { FundingRate, InstrumentDefinition, MarketEvent } from '../domain/events.js';
+import type { CacheUpdate } from '../cache/marketCache.js';
 import type { Source } from '../domain/markets.js';
 
 /** A pino-like logger. */
@@ -44,9 +46,33 @@ export function summarizeInstruments(defs: readonly InstrumentDefinition[]): { t
 /**
  * Log the start-up milestones seen on `events$` (see the module comment). Each is logged once per exchange.
  * @param quietMs a listing is complete when no instrument definition arrived for this long (default 500)
+ * @param cacheUpdates$ the cache's updates (first calibrated surface per pair); none: no such lines
  */
-export function attachStartupLog(events$: Observable<MarketEvent>, logger: StartupLogger, quietMs = 500): StartupLog {
+export function attachStartupLog(
+  events$: Observable<MarketEvent>,
+  logger: StartupLogger,
+  quietMs = 500,
+  cacheUpdates$?: Observable<CacheUpdate>,
+): StartupLog {
   const subs = new Subscription();
+  if (cacheUpdates$) {
+    const calibrated = new Set<string>();
+    subs.add(
+      cacheUpdates$.subscribe((u) => {
+        if (u.type !== 'surface' || u.snapshot.model !== 'SVI') return;
+        const s = u.snapshot;
+        const pair = `${s.pair.base}/${s.pair.quote}`;
+        const key = `${s.source}:${pair}`;
+        if (calibrated.has(key)) return;
+        calibrated.add(key);
+        const ms = Math.round(s.calibrationMs);
+        logger.info(
+          { source: s.source, pair, expiries: s.slices.length, ms },
+          `first surface calibrated: ${s.source} ${pair}, ${s.slices.length} ${s.slices.length === 1 ? 'expiry' : 'expiries'} in ${ms} ms`,
+        );
+      }),
+    );
+  }
   const listed = new Set<Source>();
   const funded = new Set<Source>();
   const shared$ = events$.pipe(share());

@@ -213,8 +213,8 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', () => {
     expect(fc.status).toBe(200);
     expect(page1.constMat.map((c: any) => c.constMat)).toEqual(fc.body.constMatYields.map((c: any) => c.constMat));
     fc.body.constMatYields.forEach((c: any, i: number) => {
-      expect(page1.constMat[i].value).toBe(c.value);
-      expect(page1.constMat[i].expiry).toBe(c.expirationTimestamp);
+      expect(page1.constMat[i]!.value).toBe(c.value);
+      expect(page1.constMat[i]!.expiry).toBe(c.expirationTimestamp);
     });
 
     // latest funding point against /fundingRates (newest first)
