@@ -135,6 +135,28 @@ const SurfaceResult = z.object({
   spotPrice: num(),
   sequence: num(),
   calibrationMs: num(),
+  arbitrage: z
+    .object({
+      butterflyFree: z.boolean().describe('Every served slice passes its butterfly check'),
+      calendarFreeRaw: z.boolean().describe('The raw fitted slices were calendar-free on the grid (before the envelope)'),
+      calendarFree: z.boolean().describe('The served surface is calendar-free: total variance non-decreasing in T at every grid k'),
+      calendarGrid: z.string().describe('The grid of the calendar check, e.g. `241 points of k in [-3, 3]`'),
+      counts: z
+        .object({
+          fits: num().describe('Expiry fits made'),
+          constrainedRefits: num().describe('Fits whose violation a constrained refit removed (butterfly; SVI also the calendar floor)'),
+          calendarRepaired: num().describe('Slices served with the calendar envelope'),
+          rejected: num().describe('Fits rejected (arbitrage left after the refit)'),
+          keptPrevious: num().describe('Rejected fits where the last good slice of the expiry was served instead'),
+          dropped: num().describe('Rejected fits where no earlier good slice existed and the expiry was left out'),
+        })
+        .describe('Cumulative repair and rejection counts of this (source, pair, model) since the calibrator started'),
+    })
+    .nullable()
+    .describe('No-arbitrage status of the surface and repair/rejection counts; null when the calibrator did not report them'),
+  skipped: z
+    .array(z.object({ expirationTimestamp: num(), reason: z.string().describe('Why the expiry is not served') }))
+    .describe('Listed expiries this model could not serve, and why'),
   expiries: z.array(
     z.object({
       expirationTimestamp: num(),
@@ -154,18 +176,19 @@ const SurfaceResult = z.object({
   ),
 });
 
+/** iVSummary entry: vols and changes are fractions; a figure that cannot be computed (no strike with that delta on the smile, no history point 24 h back) is null. */
 const IvSummaryEntry = z.object({
   expirationTimestamp: num(),
   constMat: z.enum(['1W', '2W', '1M', '2M', '3M', '6M', '9M']).optional(),
   atmVol: num(),
   diffAtmVol: numOrNull(),
-  delta10Skew: num(),
+  delta10Skew: numOrNull(),
   diffDelta10Skew: numOrNull(),
-  delta25Skew: num(),
+  delta25Skew: numOrNull(),
   diffDelta25Skew: numOrNull(),
-  delta10Bfly: num(),
+  delta10Bfly: numOrNull(),
   diffDelta10Bfly: numOrNull(),
-  delta25Bfly: num(),
+  delta25Bfly: numOrNull(),
   diffDelta25Bfly: numOrNull(),
 });
 const IvSummaryResult = z.object({
@@ -173,6 +196,8 @@ const IvSummaryResult = z.object({
   quoteCurrency: z.string(),
   source: z.string(),
   volatilityModel: z.string(),
+  observationTimestamp: num().describe('Observation time of the surface summarized, Unix seconds'),
+  diffReferenceTimestamp: numOrNull().describe('Observation time of the history point (about 24 h earlier) the changes are measured against; null when there is none, and then every diff is null'),
   volatilityListed: z.array(IvSummaryEntry),
   volatilityConstMat: z.array(IvSummaryEntry),
 });
