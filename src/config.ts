@@ -5,6 +5,7 @@
  * Defaults give the embedded simulated market with no configuration at all.
  */
 import { z } from 'zod';
+import { resolveSource, type Source } from './domain/markets.js';
 import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './publish/config.js';
 import { SECURITY_CONFIG_SHAPE, securityConfigIssue } from './api/plugins/securityConfig.js';
 
@@ -20,6 +21,33 @@ export const ConfigSchema = z
     MARKET_SOURCE: z.enum(['simulated', 'live', 'replay']).default('simulated'),
     /** JSON Lines file of recorded Deribit WebSocket messages (MARKET_SOURCE=replay). */
     REPLAY_FILE: z.string().min(1).optional(),
+    /** JSON Lines file of recorded OKX v5 public WebSocket messages (MARKET_SOURCE=replay). */
+    REPLAY_FILE_OKX: z.string().min(1).optional(),
+    /** JSON Lines file of recorded Bybit v5 public WebSocket messages (MARKET_SOURCE=replay). */
+    REPLAY_FILE_BYBIT: z.string().min(1).optional(),
+    /**
+     * Exchanges connected in `simulated` and `live` (comma-separated wire values or XCHG_A/B/C aliases);
+     * default all three. In `replay` the REPLAY_FILE* variables decide.
+     */
+    SOURCES: z
+      .string()
+      .default('DERIBIT,OKX,BYBIT')
+      .transform((v, ctx) => {
+        const out: Source[] = [];
+        for (const part of v.split(',').map((x) => x.trim().toUpperCase()).filter(Boolean)) {
+          const s = resolveSource(part);
+          if (!s) {
+            ctx.addIssue({ code: 'custom', message: `unknown source ${part} (expected DERIBIT, OKX, BYBIT)` });
+            return z.NEVER;
+          }
+          if (!out.includes(s)) out.push(s);
+        }
+        if (out.length === 0) {
+          ctx.addIssue({ code: 'custom', message: 'must name at least one source' });
+          return z.NEVER;
+        }
+        return out as readonly Source[];
+      }),
     /** Replay speed: 0 = as fast as possible, 1 = recorded speed, 10 = ten times faster. */
     REPLAY_SPEED: z.coerce.number().min(0).default(0),
     /** Data older than this many seconds is stale: REST answers 503 instead of a silent stale value. */
@@ -28,6 +56,16 @@ export const ConfigSchema = z
     LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
     /** Deribit WebSocket URL for `live` (the simulator's URL is used for `simulated`). */
     DERIBIT_WS_URL: z.string().url().default('wss://www.deribit.com/ws/api/v2'),
+    /** OKX public WebSocket for `live` (decisions.md). */
+    OKX_WS_URL: z.string().url().default('wss://ws.okx.com:8443/ws/v5/public'),
+    /** OKX REST base for `live` (instrument and funding bootstrap). */
+    OKX_REST_URL: z.string().url().default('https://www.okx.com'),
+    /** Bybit public option stream for `live` (decisions.md). */
+    BYBIT_OPTION_WS_URL: z.string().url().default('wss://stream.bybit.com/v5/public/option'),
+    /** Bybit public linear stream for `live` (decisions.md). */
+    BYBIT_LINEAR_WS_URL: z.string().url().default('wss://stream.bybit.com/v5/public/linear'),
+    /** Bybit REST base for `live` (instrument and funding bootstrap). */
+    BYBIT_REST_URL: z.string().url().default('https://api.bybit.com'),
     /** Minimum milliseconds between two recalibrations of one (source, pair). */
     CALIBRATION_THROTTLE_MS: z.coerce.number().int().min(0).default(250),
     /** Simulator: seed of the stochastic market (simulated mode). */
@@ -44,8 +82,8 @@ export const ConfigSchema = z
     ...SECURITY_CONFIG_SHAPE,
   })
   .superRefine((c, ctx) => {
-    if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE) {
-      ctx.addIssue({ code: 'custom', path: ['REPLAY_FILE'], message: 'is required when MARKET_SOURCE=replay' });
+    if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE && !c.REPLAY_FILE_OKX && !c.REPLAY_FILE_BYBIT) {
+      ctx.addIssue({ code: 'custom', path: ['REPLAY_FILE'], message: 'is required when MARKET_SOURCE=replay (or REPLAY_FILE_OKX / REPLAY_FILE_BYBIT)' });
     }
     const kafkaIssue = kafkaConfigIssue(c);
     if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });

@@ -1,10 +1,11 @@
 /**
  * Composition of the service: market source -> adapters -> streams -> cache -> REST.
  *
- * `simulated` (default): the embedded Deribit simulator is started in-process on 127.0.0.1 and the
- * real Deribit adapter connects to it over a real socket (only the URL differs from `live`).
- * `live`: the real Deribit WebSocket. `replay`: a recorded JSON Lines file through the same
- * normalizer, with the messages' own time as the service clock.
+ * `simulated` (default): the embedded simulators of the configured exchanges (SOURCES, default Deribit,
+ * OKX and Bybit, one shared stochastic market) are started in-process on 127.0.0.1 and the real adapters
+ * connect to them over real sockets (only the URLs differ from `live`).
+ * `live`: the real exchanges' WebSockets and REST. `replay`: recorded JSON Lines files (one per exchange)
+ * through the same normalizers, with the messages' own time as the service clock. OKX and Bybit: ./marketSources.ts.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -24,9 +25,10 @@ import { prepareSimulatedHistory, type SimulatedHistory } from '../streams/simul
 import { surfaceHistoryFor } from './cache/history.js';
 import type { MarketFeed } from '../adapters/types.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
-import { ReplayFeed } from '../adapters/replay/replayFeed.js';
+import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { buildHealthApp, startKafkaRole, type KafkaWiring } from './publish/wiring.js';
+import { expectedPairs, liveOkxBybitFeeds, replayFeeds, startSimulatedOkxBybit, type OkxBybitOverrides, type SimulatedOkxBybit } from './marketSources.js';
 
 /** A running service. */
 export interface RunningService {
@@ -40,6 +42,8 @@ export interface RunningService {
   readonly simulatorUrl: string | null;
   /** Fault hooks of the embedded simulator (simulated mode). */
   readonly simulator: Awaited<ReturnType<typeof startDeribitSimulator>> | null;
+  /** The embedded OKX and Bybit simulators (simulated mode; null when not configured). */
+  readonly simulators: { readonly okx: SimulatedOkxBybit['okx']; readonly bybit: SimulatedOkxBybit['bybit'] };
   /** Resolves when the replay file has been read completely (replay mode). */
   readonly replayDone: Promise<void> | null;
   /** True when every chain state received so far has been calibrated at its latest version. */
@@ -53,7 +57,7 @@ export interface RunningService {
 }
 
 /** Test and embedding overrides. */
-export interface ServiceOverrides {
+export interface ServiceOverrides extends OkxBybitOverrides {
   /** Simulator port (default 0 = any free port). */
   readonly simulatorPort?: number;
   /** Deribit feed options merged over the defaults (heartbeat, silence timeout...). */
@@ -68,12 +72,13 @@ const DERIBIT_PAIRS: readonly Pair[] = SUPPORTED_PAIRS.DERIBIT;
 export async function startService(config: Config, logger: Logger, overrides: ServiceOverrides = {}): Promise<RunningService> {
   const replay = config.MARKET_SOURCE === 'replay';
   const clock: Clock = replay ? new MarketClock() : systemClock;
-  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : DERIBIT_PAIRS.map((pair) => ({ source: 'DERIBIT' as const, pair }));
+  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : expectedPairs(config.SOURCES);
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
   // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
   const kafka = startKafkaRole(config, cache, logger);
 
   let simulator: RunningService['simulator'] = null;
+  let okxBybit: SimulatedOkxBybit | null = null;
   let simHistory: SimulatedHistory | null = null;
   const feeds: MarketFeed[] = [];
   let replayDone: Promise<void> | null = null;
@@ -81,6 +86,9 @@ export async function startService(config: Config, logger: Logger, overrides: Se
 
   if (config.ROLE === 'api') {
     // No exchange connection: the cache is filled from Kafka.
+  } else if (config.MARKET_SOURCE === 'simulated' && !config.SOURCES.includes('DERIBIT')) {
+    okxBybit = await startSimulatedOkxBybit(config.SOURCES, undefined, false, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
+    feeds.push(...okxBybit.feeds);
   } else if (config.MARKET_SOURCE === 'simulated') {
     // SIM_HISTORY_HOURS of market history before now: the simulator serves its continuation and the iVSummary
     // 24 h changes are seeded from it (streams/simulatedHistory.ts).
@@ -96,12 +104,16 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     });
     logger.info({ url: simulator.url }, 'simulated Deribit exchange listening');
     feeds.push(new DeribitFeed({ url: simulator.url, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
+    // OKX and Bybit on the same market, which the Deribit simulator steps.
+    okxBybit = await startSimulatedOkxBybit(config.SOURCES, simulator.market, true, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
+    feeds.push(...okxBybit.feeds);
   } else if (config.MARKET_SOURCE === 'live') {
-    feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
+    if (config.SOURCES.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
+    feeds.push(...liveOkxBybitFeeds(config, config.SOURCES, clock, feedLogger, overrides));
   } else {
-    const feed = new ReplayFeed({ path: config.REPLAY_FILE!, speed: config.REPLAY_SPEED, clock: clock as MarketClock, logger: feedLogger });
-    feeds.push(feed);
-    replayDone = feed.done.then(() => undefined);
+    const replays: ReplayFeed[] = replayFeeds(config, clock as MarketClock, feedLogger);
+    feeds.push(...replays);
+    replayDone = Promise.all(replays.map((f) => f.done)).then(() => undefined);
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
@@ -158,6 +170,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     url,
     simulatorUrl: simulator?.url ?? null,
     simulator,
+    simulators: { okx: okxBybit?.okx ?? null, bybit: okxBybit?.bybit ?? null },
     replayDone,
     settled: () => pipelines.isSettled(),
     kafka,
@@ -174,6 +187,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       await kafka.close();
       cache.updates$.complete();
       if (simulator) await simulator.close();
+      if (okxBybit) await okxBybit.close();
     },
   };
 }

@@ -57,7 +57,7 @@ describe('replay codecs of OKX and Bybit', () => {
     expect(bare).toMatchObject({ ok: false, kind: 'no-forward' });
     const r = withOkxForwardRecovery(okxNormalizer())(push, 1640001660);
     expect(r.ok).toBe(true);
-    const quotes = (r as { events: MarketEvent[] }).events.filter((e): e is OptionQuote => e.kind === 'option');
+    const quotes = (r as unknown as { events: MarketEvent[] }).events.filter((e): e is OptionQuote => e.kind === 'option');
     expect(quotes.map((q) => q.instrument)).toEqual(['ETH-USD-211222-4000-C', 'ETH-USD-211231-9600-C']);
     // the recovered forwards sit a few USD above the recorded index 3814.05, and the IVs are as printed
     for (const q of quotes) {

@@ -1,13 +1,15 @@
 /**
  * Start the whole service in-process for integration tests: config from a partial env, silent
- * logs, port 0 (any free port), the embedded simulator on 127.0.0.1.
+ * logs, port 0 (any free port), the embedded simulators on 127.0.0.1 (Deribit only unless the env
+ * names SOURCES).
  */
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService, type ServiceOverrides } from '../../src/service.js';
 
 export async function startTestService(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<RunningService> {
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', ...env });
+  // Tests connect only Deribit unless they ask for more (SOURCES): the default service connects all three.
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', SOURCES: 'DERIBIT', ...env });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   return startService(config, logger, overrides);
 }
