@@ -40,7 +40,15 @@ import {
   type SurfaceSnapshot,
   type VolatilityModel,
 } from '../src/cache/snapshot.js';
-import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from '../src/cache/modelSurface.js';
+import {
+  CALENDAR_GRID,
+  CALENDAR_GRID_TEXT,
+  buildModelSurface,
+  carryForwardParams,
+  rawCalendarCheck,
+  sabrWingJunctions,
+  sliceTotalVariance,
+} from '../src/cache/modelSurface.js';
 import { calibrateSvi, type SviQuote } from '../src/quant/sviCalibration.js';
 import type { SviParams } from '../src/quant/svi.js';
 import { calibrateSabr } from '../src/quant/sabrCalibration.js';
@@ -257,8 +265,8 @@ export interface EligibleGroup {
 
 const ARBITRAGE_CHECK: Readonly<Record<VolatilityModel, string>> = {
   SVI: 'Gatheral-Jacquier g(k) >= 0 and Lee bound on the SVI check grid',
-  SABR: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range',
-  VANNA_VOLGA: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range',
+  SABR: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range (Hagan smile), and over 6 and the quoted range (served smile with its wings)',
+  VANNA_VOLGA: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range, and over 6 and the quoted range (served smile with its wings)',
 };
 
 function toQuotes(g: EligibleGroup): SviQuote[] {
@@ -314,22 +322,63 @@ function fitSvi(g: EligibleGroup, st: ModelState): ExpiryAttempt {
   };
 }
 
+/**
+ * Butterfly check of the SERVED smile of a SABR or Vanna-Volga slice (with its wing rule): the density check
+ * of smileArbitrage.ts on 401 strikes over 6 ATM standard deviations and the quoted range, so that the wing
+ * junctions (at 4 standard deviations or the quotes) are inside the grid.
+ */
+function servedDensity(model: VolatilityModel, params: Record<string, number>, g: EligibleGroup): { ok: boolean; minDensity: number } {
+  const w = sliceTotalVariance(model, { T: g.T, forward: g.forward, params });
+  const kMin = Math.min(...g.quotes.map((q) => q.k));
+  const kMax = Math.max(...g.quotes.map((q) => q.k));
+  const chk = checkSmileDensity((K) => Math.sqrt(w(Math.log(K / g.forward)) / g.T), g.forward, g.T, { kMin, kMax, nStd: SERVED_CHECK_STD });
+  return { ok: chk.arbitrageFree, minDensity: chk.minDensity };
+}
+
+/** Half-width of the served-smile density check, ATM standard deviations. */
+const SERVED_CHECK_STD = 6;
+
+/** RMSE and max |error| (vol points) of the served smile over the quotes not in `dropped` (input indices). */
+function servedErrors(model: VolatilityModel, params: Record<string, number>, g: EligibleGroup, dropped: readonly number[]): { rmse: number; max: number; used: number } {
+  const w = sliceTotalVariance(model, { T: g.T, forward: g.forward, params });
+  const skip = new Set(dropped);
+  let ss = 0;
+  let mx = 0;
+  let n = 0;
+  g.quotes.forEach((q, i) => {
+    if (skip.has(i)) return;
+    const e = 100 * (Math.sqrt(w(q.k) / g.T) - q.markIv);
+    if (!Number.isFinite(e)) return;
+    ss += e * e;
+    mx = Math.max(mx, Math.abs(e));
+    n++;
+  });
+  return { rmse: n > 0 ? Math.sqrt(ss / n) : 0, max: mx, used: n };
+}
+
 function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt {
   const r = calibrateSabr(toQuotes(g), g.forward, g.T, {
     beta,
     ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
   });
+  const kMin = Math.min(...g.quotes.map((q) => q.k));
+  const kMax = Math.max(...g.quotes.map((q) => q.k));
+  const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
+  const params = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
+  const served = servedDensity('SABR', params, g);
+  const err = servedErrors('SABR', params, g, r.quotesDropped);
+  const wingsInside = wings.kWingL > kMin || wings.kWingR < kMax;
   return {
-    params: { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu },
-    rmseVolPts: r.rmseVolPts,
-    maxErrorVolPts: r.maxErrorVolPts,
+    params,
+    rmseVolPts: err.rmse,
+    maxErrorVolPts: err.max,
     quotesUsed: r.quotesUsed,
-    butterflyFree: r.arbitrageFree,
-    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree,
-    method: r.method,
-    minDensity: finiteOrNull(r.minDensity),
+    butterflyFree: r.arbitrageFree && served.ok,
+    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree && served.ok,
+    method: `${r.method}; linear total-variance wings beyond k = ${wings.kWingL.toFixed(4)} and ${wings.kWingR.toFixed(4)}${wingsInside ? ' (inside the quoted range: Lee bound)' : ''}`,
+    minDensity: finiteOrNull(Math.min(r.minDensity, served.minDensity)),
     atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
-    warnings: r.warnings,
+    warnings: served.ok ? r.warnings : [...r.warnings, `butterfly arbitrage in the served smile (wings): min density ${served.minDensity.toExponential(3)}`],
     full: r.mode === 'sabr-3p',
   };
 }
@@ -359,7 +408,7 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { pa
     };
     const wings = vannaVolgaWingStrikes(base, g.forward, g.T);
     const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C };
-    const chk = checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, { kMin, kMax });
+    const chk = checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, { kMin, kMax, nStd: SERVED_CHECK_STD });
     return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
   };
   let lo = at(0);
@@ -378,7 +427,7 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { pa
 
 function fitVannaVolga(g: EligibleGroup): ExpiryAttempt {
   const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T);
-  if (r.arbitrageFree) {
+  if (r.arbitrageFree && servedDensity('VANNA_VOLGA', vvParamsRecord(r.params), g).ok) {
     return {
       params: vvParamsRecord(r.params),
       rmseVolPts: r.rmseVolPts,

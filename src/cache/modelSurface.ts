@@ -6,7 +6,12 @@
  *
  * Slices in total implied variance w(k) = sigma(k)^2 T at log-moneyness k = ln(K/F), F the expiry's forward:
  * - SVI: raw SVI, w(k) = a + b (rho (k - m) + sqrt((k - m)^2 + sigma^2)) (Gatheral-Jacquier 2014 eq. (3.1));
- * - SABR: sigma_B(K) of Hagan et al. 2002 eq. (2.17a)-(2.17c) at K = F e^k (src/quant/sabr.ts), w = sigma_B^2 T;
+ * - SABR: sigma_B(K) of Hagan et al. 2002 eq. (2.17a)-(2.17c) at K = F e^k (src/quant/sabr.ts), w = sigma_B^2 T,
+ *   between the wing junctions kWingL < 0 < kWingR; beyond them w continues LINEARLY in k with the slope of the
+ *   SABR smile at the junction (C1), the junction chosen where that outward slope lies in [0, 1.8] (our wing
+ *   rule, as Vanna-Volga's: the lognormal Hagan expansion grows faster than 2|k| in the far wings, beyond Roger
+ *   Lee's moment bound (R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical
+ *   Finance 14(3), 2004), which is arbitrage; see {@link sabrWingJunctions});
  * - VANNA_VOLGA: the Castagna-Mercurio 2007 second-order smile through the three pillars with the service's
  *   linear total-variance wings beyond the 10-delta strikes (src/quant/vannaVolga.ts `vannaVolgaSmile`).
  *
@@ -25,14 +30,14 @@
  */
 import { sviTotalVariance, type SviParams } from '../quant/svi.js';
 import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '../quant/sabr.js';
-import { vannaVolgaParamViolations, vannaVolgaSmile, type VannaVolgaParams } from '../quant/vannaVolga.js';
+import { VV_MAX_WING_SLOPE, vannaVolgaParamViolations, vannaVolgaSmile, type VannaVolgaParams } from '../quant/vannaVolga.js';
 import { VolSurface, defaultCalendarGrid } from '../quant/surface.js';
 import type { VolatilityModel } from './snapshot.js';
 
 /** The parameter names of each model, in the order they are stored. */
 export const MODEL_PARAMETERS: Readonly<Record<VolatilityModel, readonly string[]>> = {
   SVI: ['a', 'b', 'rho', 'm', 'sigma'],
-  SABR: ['alpha', 'beta', 'rho', 'nu'],
+  SABR: ['alpha', 'beta', 'rho', 'nu', 'kWingL', 'kWingR'],
   VANNA_VOLGA: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C'],
 };
 
@@ -53,10 +58,69 @@ export interface ModelSliceInput {
   readonly fit?: { readonly calendarRepaired?: boolean };
 }
 
+/** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
+export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
+/** Default half-width of the SABR core in ATM total standard deviations (the calibration's density-check grid). */
+export const SABR_CORE_STD = 4;
+
+/**
+ * Wing junctions of a SABR smile: start from the range its calibration checked for butterfly arbitrage,
+ * [min(kMin, -s^2/2 - 4s), max(kMax, -s^2/2 + 4s)] with s = sigma_ATM sqrt(T) (smileArbitrage.ts
+ * defaultDensityCheckStrikes; kMin/kMax the quoted range), and move each junction towards k = 0 (in 1 % steps
+ * of its distance) until the SABR total variance there is finite and its outward slope lies in
+ * [0, MAX_WING_SLOPE]. If no such point exists the junction stays at 2 % of the start and the wing slope is
+ * clamped (the density check of the served smile then decides).
+ * @throws RangeError on invalid SABR parameters or F, T not finite > 0
+ */
+export function sabrWingJunctions(p: SabrParams, F: number, T: number, kMin = 0, kMax = 0): { kWingL: number; kWingR: number } {
+  const bad = sabrParamViolations(p);
+  if (bad.length > 0) throw new RangeError(`invalid SABR parameters: ${bad.join('; ')}`);
+  if (!(F > 0 && T > 0 && Number.isFinite(F) && Number.isFinite(T))) throw new RangeError(`sabrWingJunctions: F and T must be finite > 0, got ${F}, ${T}`);
+  const core = sabrCore(p, F, T);
+  const atm = core(0);
+  const s = Number.isFinite(atm) && atm > 0 ? Math.sqrt(atm) : 0.5 * Math.sqrt(T);
+  const find = (start: number, dir: 1 | -1): number => {
+    for (let i = 0; i < 98; i++) {
+      const k = start * (1 - i / 100);
+      const h = 1e-5 * Math.max(1, Math.abs(k));
+      const slope = (core(k + h) - core(k - h)) / (2 * h);
+      const out = dir * slope;
+      if (Number.isFinite(core(k)) && out >= 0 && out <= MAX_WING_SLOPE) return k;
+    }
+    return start * 0.02;
+  };
+  const lo = Math.min(Number.isFinite(kMin) ? kMin : 0, -0.5 * s * s - SABR_CORE_STD * s);
+  const hi = Math.max(Number.isFinite(kMax) ? kMax : 0, -0.5 * s * s + SABR_CORE_STD * s);
+  return { kWingL: find(lo, -1), kWingR: find(hi, 1) };
+}
+
+/** SABR total variance (Hagan 2002), NaN outside the expansion's domain. */
+function sabrCore(p: SabrParams, F: number, T: number): (k: number) => number {
+  return (k) => {
+    const v = sabrImpliedVolUnchecked(p, F, F * Math.exp(k), T);
+    return v > 0 && Number.isFinite(v) ? v * v * T : Number.NaN;
+  };
+}
+
+/** The served SABR smile: Hagan between the junctions, linear C1 wings beyond (slope clamped to [0, MAX_WING_SLOPE]). */
+function sabrServed(p: SabrParams, F: number, T: number, kWingL: number, kWingR: number): (k: number) => number {
+  const core = sabrCore(p, F, T);
+  const slopeAt = (k: number): number => {
+    const h = 1e-5 * Math.max(1, Math.abs(k));
+    return (core(k + h) - core(k - h)) / (2 * h);
+  };
+  const wL = core(kWingL);
+  const wR = core(kWingR);
+  const sL = Math.min(0, Math.max(-MAX_WING_SLOPE, slopeAt(kWingL) || 0));
+  const sR = Math.max(0, Math.min(MAX_WING_SLOPE, slopeAt(kWingR) || 0));
+  return (k) => (k < kWingL ? wL + sL * (k - kWingL) : k > kWingR ? wR + sR * (k - kWingR) : core(k));
+}
+
 function pick(model: VolatilityModel, params: Readonly<Record<string, number>>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const name of MODEL_PARAMETERS[model]) {
     const v = params[name];
+    if (model === 'SABR' && (name === 'kWingL' || name === 'kWingR') && v === undefined) continue; // older documents: default junctions
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new RangeError(`${model} parameter ${name} missing or not finite (${String(v)})`);
     out[name] = v;
   }
@@ -79,13 +143,12 @@ export function sliceTotalVariance(model: VolatilityModel, slice: Pick<ModelSlic
       return (k) => sviTotalVariance(sp, k);
     }
     case 'SABR': {
-      const sp = p as unknown as SabrParams;
+      const sp: SabrParams = { alpha: p.alpha as number, beta: p.beta as number, rho: p.rho as number, nu: p.nu as number };
       const bad = sabrParamViolations(sp);
       if (bad.length > 0) throw new RangeError(`invalid SABR parameters: ${bad.join('; ')}`);
-      return (k) => {
-        const v = sabrImpliedVolUnchecked(sp, F, F * Math.exp(k), T);
-        return v > 0 && Number.isFinite(v) ? v * v * T : Number.NaN;
-      };
+      const j = p.kWingL !== undefined && p.kWingR !== undefined ? { kWingL: p.kWingL, kWingR: p.kWingR } : sabrWingJunctions(sp, F, T);
+      if (!(j.kWingL < 0 && j.kWingR > 0)) throw new RangeError(`invalid SABR wing junctions: kWingL ${j.kWingL} must be < 0 < kWingR ${j.kWingR}`);
+      return sabrServed(sp, F, T, j.kWingL, j.kWingR);
     }
     case 'VANNA_VOLGA': {
       const vp = { ...(p as unknown as VannaVolgaParams), order: 'second' as const };
@@ -105,7 +168,8 @@ export function sliceTotalVariance(model: VolatilityModel, slice: Pick<ModelSlic
  * its implied vol at each log-moneyness stays what it was (used when a new fit is rejected and the last good
  * slice stays):
  * - SVI: a and b scaled by newT/oldT (w(k) scales with T at fixed implied vol; raw SVI maps to raw SVI);
- * - SABR: unchanged (beta = 1: the smile is a function of k; only the small T-correction of eq. (2.17a) moves);
+ * - SABR: unchanged, wing junctions included (beta = 1: the smile is a function of k; only the small
+ *   T-correction of eq. (2.17a) moves);
  * - VANNA_VOLGA: pillar and wing strikes scaled by newForward/oldForward (the pillars keep their k), vols unchanged.
  */
 export function carryForwardParams(

@@ -4,7 +4,7 @@
  * butterfly arbitrage, and carried parameters keep the implied vol per log-moneyness.
  */
 import { describe, expect, it } from 'vitest';
-import { buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from '../../src/cache/modelSurface.js';
+import { MAX_WING_SLOPE, buildModelSurface, carryForwardParams, rawCalendarCheck, sabrWingJunctions, sliceTotalVariance } from '../../src/cache/modelSurface.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { checkSmileDensity } from '../../src/quant/smileArbitrage.js';
 import { sviTotalVariance, type SviParams } from '../../src/quant/svi.js';
@@ -32,6 +32,36 @@ describe('sliceTotalVariance', () => {
 
     expect(() => sliceTotalVariance('SABR', { T, forward: F, params: { alpha: 0.5, beta: 1, rho: 1.5, nu: 1 } })).toThrow(RangeError);
     expect(() => sliceTotalVariance('SVI', { T, forward: F, params: { a: 0.01 } })).toThrow(/missing/);
+  });
+});
+
+describe('SABR wing rule', () => {
+  it('is Hagan between the junctions and linear in total variance beyond, within Lee\'s bound', () => {
+    // a steep short-dated smile: Hagan's beta = 1 wings grow faster than 2|k| (Lee's bound) further out
+    const p = { alpha: 0.8, beta: 1, rho: 0.1, nu: 6 };
+    const T = 0.02;
+    const hagan = (k: number) => sabrImpliedVol(p, F, F * Math.exp(k), T) ** 2 * T;
+    const { kWingL, kWingR } = sabrWingJunctions(p, F, T, -0.3, 0.3);
+    expect(kWingL).toBeLessThan(0);
+    expect(kWingR).toBeGreaterThan(0);
+    const w = sliceTotalVariance('SABR', { T, forward: F, params: { ...p, kWingL, kWingR } });
+    for (const k of [kWingL * 0.99, -0.1, 0, 0.1, kWingR * 0.99]) expect(w(k)).toBeCloseTo(hagan(k), 14);
+    // beyond: linear with the junction's slope, at most 1.8 outward; Hagan itself exceeds 2|k| far out
+    const slopeR = (w(kWingR + 2) - w(kWingR + 1)) / 1;
+    expect(slopeR).toBeGreaterThanOrEqual(0);
+    expect(slopeR).toBeLessThanOrEqual(MAX_WING_SLOPE + 1e-12);
+    expect((w(kWingR + 0.001) - w(kWingR)) / 0.001).toBeCloseTo(slopeR, 2);
+    expect(hagan(200)).toBeGreaterThan(2 * 200);
+    expect(w(200)).toBeLessThan(2 * 200);
+    const slopeL = (w(kWingL - 2) - w(kWingL - 1)) / 1;
+    expect(slopeL).toBeGreaterThanOrEqual(0);
+    expect(slopeL).toBeLessThanOrEqual(MAX_WING_SLOPE + 1e-12);
+    // the served smile is butterfly-free on a wide grid (8 ATM standard deviations)
+    const iv = (K: number) => Math.sqrt(w(Math.log(K / F)) / T);
+    expect(checkSmileDensity(iv, F, T, { nStd: 8, points: 801 }).arbitrageFree).toBe(true);
+    // parameters without junctions (older documents) get the default ones (4 ATM standard deviations)
+    const d = sabrWingJunctions(p, F, T);
+    expect(sliceTotalVariance('SABR', { T, forward: F, params: p })(3)).toBeCloseTo(sliceTotalVariance('SABR', { T, forward: F, params: { ...p, ...d } })(3), 14);
   });
 });
 

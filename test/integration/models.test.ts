@@ -1,0 +1,173 @@
+/**
+ * Integration on 127.0.0.1 (the embedded simulators, the real adapters over real sockets, the default
+ * configuration): every endpoint that takes volatilityModel answers for SVI, SABR and VANNA_VOLGA on every
+ * configured pair; the surface endpoint shows parameters, fit diagnostics and the no-arbitrage status; iVSummary
+ * shows every figure with 24 h changes from the simulator's pre-run history (streams/simulatedHistory.ts).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunningService } from '../../src/service.js';
+import { MODEL_PARAMETERS } from '../../src/cache/modelSurface.js';
+import { http, startTestService, waitFor } from '../helpers/service.js';
+
+const MODELS = ['SVI', 'SABR', 'VANNA_VOLGA'] as const;
+const DERIBIT_PAIRS = [
+  ['BTC', 'USD'],
+  ['ETH', 'USD'],
+  ['SOL', 'USDC'],
+  ['XRP', 'USDC'],
+] as const;
+
+let svc: RunningService;
+let B: string;
+
+const surfaceUrl = (source: string, base: string, quote: string, model: string) =>
+  `${B}/api/v1/global/data/surface?source=${source}&baseCurrency=${base}&quoteCurrency=${quote}&volatilityModel=${model}`;
+const summaryUrl = (source: string, base: string, quote: string, model: string) =>
+  `${B}/api/v1/global/data/iVSummary?source=${source}&baseCurrency=${base}&quoteCurrency=${quote}&volatilityModel=${model}`;
+
+beforeAll(async () => {
+  svc = await startTestService();
+  B = svc.url;
+  await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 90_000, '/ready 200');
+  // every model of every configured pair served
+  await waitFor(() => svc.cache.expected().every((p) => MODELS.every((m) => svc.cache.getSurface(p.source, p.pair, m))), 60_000, 'all models calibrated');
+});
+
+afterAll(async () => {
+  await svc?.stop();
+});
+
+describe('three models on the simulated default', () => {
+  it('surface: parameters, fit diagnostics, listed expiries with forwards, and the arbitrage status, for every pair and model', async () => {
+    expect(svc.cache.expected().length).toBeGreaterThanOrEqual(4);
+    for (const { source, pair } of svc.cache.expected()) {
+      for (const model of MODELS) {
+        const r = await http('GET', surfaceUrl(source, pair.base, pair.quote, model));
+        const label = `${source} ${pair.base}/${pair.quote} ${model}`;
+        expect(r.status, label).toBe(200);
+        expect(r.body.volatilityModel).toBe(model);
+        expect(r.body.expiries.length, label).toBeGreaterThanOrEqual(2);
+        expect(r.body.arbitrage, label).toMatchObject({ butterflyFree: true, calendarFree: true });
+        expect(r.body.arbitrage.counts.fits).toBeGreaterThanOrEqual(r.body.expiries.length);
+        for (const e of r.body.expiries) {
+          expect(Object.keys(e.parameters).sort(), label).toEqual([...MODEL_PARAMETERS[model]].sort());
+          expect(e.forwardPrice).toBeGreaterThan(0);
+          expect(e.atmVol).toBeGreaterThan(0.05);
+          expect(e.atmVol).toBeLessThan(3);
+          const d = e.diagnostics;
+          expect(d.status, label).toMatch(/^(fitted|repaired|kept-previous)$/);
+          expect(d.butterflyFree).toBe(true);
+          expect(typeof d.calendarFree).toBe('boolean');
+          expect(d.quotesUsed).toBeGreaterThan(0);
+          expect(d.calibrationMs).toBeGreaterThan(0);
+          expect(d.rmseVolPts).toBeGreaterThanOrEqual(0);
+          expect(d.maxErrorVolPts).toBeGreaterThanOrEqual(d.rmseVolPts);
+          expect(d.arbitrageCheck).toMatch(model === 'SVI' ? /g\(k\)/ : /density/);
+          // between the 10-delta strikes every model fits the simulated exchange's marks within that exchange's own
+          // bid-ask IV spread one standard deviation from the money (about the middle of that range),
+          // 2 (0.5 + 0.35 z + 0.5 / sqrt(days to expiry, at least 1/4)) vol pts at z = 1 (adapters/simulator/
+          // deribitMessages.ts); SVI, the family of the simulator's SSVI smiles, to the marks' 0.01 % print precision
+          const spread = 2 * (0.85 + 0.5 / Math.sqrt(Math.max(e.T * 365, 0.25)));
+          if (d.rmse10DeltaVolPts !== null) expect(d.rmse10DeltaVolPts, `${label} T=${e.T}`).toBeLessThan(model === 'SVI' ? 0.2 : spread);
+        }
+      }
+    }
+  });
+
+  it('byStrike, byDelta, vanilla and riskScenarios answer for every model on every Deribit pair, near the marks', async () => {
+    for (const [base, quote] of DERIBIT_PAIRS) {
+      const snap = svc.cache.getSurface('DERIBIT', { base, quote }, 'SVI')!;
+      const slice = snap.slices[Math.min(3, snap.slices.length - 1)]!;
+      // the quote nearest the forward and one about a quarter of the way into the put wing
+      const near = [...slice.quotes].sort((a, b) => Math.abs(a.k) - Math.abs(b.k))[0]!;
+      const expiry = slice.expirationTimestamp;
+      for (const model of MODELS) {
+        const label = `${base}/${quote} ${model}`;
+        const common = { baseCurrency: base, quoteCurrency: quote, source: 'DERIBIT', volatilityModel: model, expirationTimestamp: expiry };
+        const s = await http('POST', `${B}/api/v1/global/data/iV/byStrike`, [{ ...common, instrumentId: 's', strike: near.strike }]);
+        expect(s.status, label).toBe(200);
+        const markNow = svc.cache.getSurface('DERIBIT', { base, quote }, 'SVI')!.slices.find((x) => x.expirationTimestamp === expiry)!.quotes.find((q) => q.strike === near.strike)!.markIv;
+        expect(Math.abs(s.body[0].impliedVolatility - markNow), label).toBeLessThan(0.02);
+        const d = await http('POST', `${B}/api/v1/global/data/iV/byDelta`, [
+          { ...common, instrumentId: 'c25', delta: 0.25 },
+          { ...common, instrumentId: 'atm', delta: 0.5 },
+          { ...common, instrumentId: 'p25', delta: 0.75 },
+        ]);
+        expect(d.status, label).toBe(200);
+        expect(d.body.map((x: { volatilityModel: string }) => x.volatilityModel)).toEqual([model, model, model]);
+        for (const x of d.body) {
+          expect(x.impliedVolatility).toBeGreaterThan(0.05);
+          expect(x.impliedVolatility).toBeLessThan(3);
+        }
+        const inverse = quote === 'USD';
+        const v = await http('POST', `${B}/api/v1/global/optionValuation/vanilla`, [
+          { ...common, instrumentId: 'v', amount: 1, vanillaOptionType: 'CALL', inverse, priceMethod: 'DERIBIT', strike: near.strike },
+        ]);
+        expect(v.status, label).toBe(200);
+        expect(v.body[0].valueBase).toBeGreaterThan(0);
+        expect(Math.abs(v.body[0].impliedVolatility - s.body[0].impliedVolatility)).toBeLessThan(0.01);
+        const rs = await http('POST', `${B}/api/v1/global/scenarios/riskScenarios`, {
+          riskScenarioInstruments: [{ ...common, instrumentId: 'r', size: 1, instrumentType: 'PUT', inverse, priceMethod: 'DERIBIT', strike: near.strike }],
+          riskScenarioParameters: { priceRangeSteps: 2, priceRange: 0.1, volRangeUp: 0.05, volRangeDown: 0.05 },
+        });
+        expect(rs.status, label).toBe(200);
+        const res = rs.body.riskScenarioInstrumentResults[0];
+        expect(res.volatilityModel).toBe(model);
+        expect(Math.abs(res.volatility - s.body[0].impliedVolatility), label).toBeLessThan(0.01);
+      }
+    }
+    // euBarrier stays SVI only (interface-spec)
+    const snap = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!;
+    const eb = await http('POST', `${B}/api/v1/global/optionValuation/euBarrier`, [
+      { instrumentId: 'b', baseCurrency: 'BTC', quoteCurrency: 'USD', source: 'DERIBIT', volatilityModel: 'SABR', europeanBarrierOptionType: 'CALL', expirationTimestamp: snap.slices[3]!.expirationTimestamp, strike: 90000, barrierType: 'UP_AND_OUT', barrier: 120000 },
+    ]);
+    expect(eb.status).toBe(400);
+    expect(eb.body.details[0].path).toBe('[0].volatilityModel');
+  });
+
+  it('iVSummary: every listed expiry and constant maturity, with 24 h changes from the pre-run history, consistent with byDelta', async () => {
+    for (const [base, quote] of DERIBIT_PAIRS) {
+      for (const model of MODELS) {
+        const label = `${base}/${quote} ${model}`;
+        const r = await waitFor(async () => {
+          const x = await http('GET', summaryUrl('XCHG_A', base, quote, model));
+          return x.status === 200 && x.body.diffReferenceTimestamp !== null ? x : null;
+        }, 60_000, `24 h reference point of ${label}`);
+        const b = r.body;
+        expect(b).toMatchObject({ baseCurrency: base, quoteCurrency: quote, source: 'XCHG_A', volatilityModel: model });
+        // the reference point is the history point nearest to 24 h before the surface, within 30 minutes
+        expect(Math.abs(b.observationTimestamp - 86400 - b.diffReferenceTimestamp)).toBeLessThanOrEqual(1800);
+        expect(b.volatilityConstMat.map((e: { constMat: string }) => e.constMat)).toEqual(['1W', '2W', '1M', '2M', '3M', '6M', '9M']);
+        const snap = svc.cache.getSurface('DERIBIT', { base, quote }, model)!;
+        expect(b.volatilityListed.length).toBeGreaterThanOrEqual(snap.slices.length - 1);
+        const lastListed = Math.max(...b.volatilityListed.map((e: { expirationTimestamp: number }) => e.expirationTimestamp));
+        for (const e of [...b.volatilityListed, ...b.volatilityConstMat]) {
+          expect(e.atmVol, label).toBeGreaterThan(0.05);
+          expect(e.diffAtmVol === null || Math.abs(e.diffAtmVol) < 1).toBe(true);
+          if (e.expirationTimestamp > lastListed) continue; // beyond the last expiry a delta may have no strike (docs)
+          for (const k of ['delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly']) expect(e[k], `${label} ${e.constMat ?? e.expirationTimestamp} ${k}`).not.toBeNull();
+          // the 10-delta butterfly holds more wing than the 25-delta one; RR grows in size with the wing
+          expect(e.delta10Bfly).toBeGreaterThan(e.delta25Bfly - 0.005);
+        }
+        // constant maturities have a 24 h change (the seeded history covers the whole last day)
+        for (const e of b.volatilityConstMat) {
+          expect(e.diffAtmVol, `${label} ${e.constMat}`).not.toBeNull();
+          if (e.expirationTimestamp <= lastListed) expect(e.diffDelta25Skew, `${label} ${e.constMat}`).not.toBeNull();
+        }
+        // listed expiries that were listed 24 h ago have their change too
+        expect(b.volatilityListed.some((e: { diffAtmVol: number | null }) => e.diffAtmVol !== null), label).toBe(true);
+      }
+    }
+    // the RR and BF are the byDelta vols of the same smile: RR = vol(0.25) - vol(0.75), BF = mean - vol(ATM)
+    const snap = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SABR')!;
+    const e = snap.slices[4]!;
+    const item = (id: string, delta: number) => ({ instrumentId: id, baseCurrency: 'BTC', quoteCurrency: 'USD', source: 'DERIBIT', volatilityModel: 'SABR', expirationTimestamp: e.expirationTimestamp, delta });
+    const [d, s] = await Promise.all([
+      http('POST', `${B}/api/v1/global/data/iV/byDelta`, [item('c', 0.25), item('p', 0.75)]),
+      http('GET', summaryUrl('DERIBIT', 'BTC', 'USD', 'SABR')),
+    ]);
+    const listed = s.body.volatilityListed.find((x: { expirationTimestamp: number }) => x.expirationTimestamp === e.expirationTimestamp);
+    const tol = d.body[0].observationTimestamp === s.body.observationTimestamp ? 1e-9 : 0.005;
+    expect(Math.abs(d.body[0].impliedVolatility - d.body[1].impliedVolatility - listed.delta25Skew)).toBeLessThan(tol);
+  });
+});
