@@ -66,9 +66,14 @@ describe('three models on the simulated default', () => {
           // between the 10-delta strikes every model fits the simulated exchange's marks within that exchange's own
           // bid-ask IV spread one standard deviation from the money (about the middle of that range),
           // 2 (0.5 + 0.35 z + 0.5 / sqrt(days to expiry, at least 1/4)) vol pts at z = 1 (adapters/simulator/
-          // deribitMessages.ts); SVI, the family of the simulator's SSVI smiles, to the marks' 0.01 % print precision
+          // deribitMessages.ts); SVI, the family of the simulator's SSVI smiles, to the marks' 0.01 % print precision.
+          // Expiries less than a day away are left out for SABR and VV: there the SSVI smile is V-shaped at the
+          // money (w ~ |k| as T -> 0), which a smooth 3-parameter smile cannot follow, and only one or two listed
+          // strikes lie between the 10-delta strikes (measured up to 11 vol pts, SABR, 1.5 hours to expiry)
           const spread = 2 * (0.85 + 0.5 / Math.sqrt(Math.max(e.T * 365, 0.25)));
-          if (d.rmse10DeltaVolPts !== null) expect(d.rmse10DeltaVolPts, `${label} T=${e.T}`).toBeLessThan(model === 'SVI' ? 0.2 : spread);
+          if (d.rmse10DeltaVolPts !== null && (model === 'SVI' || e.T >= 1 / 365)) {
+            expect(d.rmse10DeltaVolPts, `${label} T=${e.T}`).toBeLessThan(model === 'SVI' ? 0.2 : spread);
+          }
         }
       }
     }
