@@ -147,7 +147,7 @@ describe.skipIf(!broker)('KafkaPublisher across broker faults (real broker stopp
     await broker!.halt();
     const svc = await startTestService({ KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix });
     try {
-      await eventually(async () => (await http('GET', `${svc.url}/ready`)).status === 200, 60_000, '/ready 200 without a broker');
+      await eventually(async () => (await http('GET', `${svc.url}/ready`)).status === 200, 180_000, '/ready 200 without a broker');
       const s = await http('GET', `${svc.url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`);
       expect(s.status).toBe(200);
       const pub = svc.kafka.publisher!;
@@ -159,13 +159,14 @@ describe.skipIf(!broker)('KafkaPublisher across broker faults (real broker stopp
       await broker!.resume();
       await pub.ready;
       const recs = await consumeUntil(brokers, [topics.surfaces, topics.funding], (r) =>
-        new Set(r.filter((x) => x.topic === topics.surfaces).map((x) => x.key)).size === 4 && r.filter((x) => x.topic === topics.funding).length >= waiting,
-      60_000);
-      expect(new Set(recs.filter((x) => x.topic === topics.surfaces).map((x) => x.key)).size).toBe(4);
+        new Set(r.filter((x) => x.topic === topics.surfaces && x.key.endsWith(':SVI')).map((x) => x.key)).size === 4 &&
+        r.filter((x) => x.topic === topics.funding).length >= waiting,
+      120_000);
+      expect(new Set(recs.filter((x) => x.topic === topics.surfaces && x.key.endsWith(':SVI')).map((x) => x.key)).size).toBe(4);
       const funding = recs.filter((x) => x.topic === topics.funding);
       expect(new Set(funding.map((x) => `${x.key}|${(x.value as { timestamp: number }).timestamp}`)).size).toBe(funding.length);
     } finally {
       await svc.stop();
     }
-  });
+  }, 300_000);
 });

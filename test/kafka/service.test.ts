@@ -68,14 +68,18 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
       brokers,
       Object.values(topics),
       (r) =>
-        keysOf(r, topics.surfaces).size >= 4 && keysOf(r, topics.forwardCurves).size >= 4 && keysOf(r, topics.funding).size >= 4 &&
-        keysOf(r, topics.surfaceHistory).size >= 4 && r.filter((x) => x.topic === topics.surfaces).length >= 12,
-      60_000,
+        [...keysOf(r, topics.surfaces)].filter((k) => k.endsWith(':SVI')).length >= 4 && keysOf(r, topics.forwardCurves).size >= 4 &&
+        keysOf(r, topics.funding).size >= 4 && [...keysOf(r, topics.surfaceHistory)].filter((k) => k.endsWith(':SVI')).length >= 4 &&
+        r.filter((x) => x.topic === topics.surfaces).length >= 24,
+      180_000,
     );
-    expect([...keysOf(recs, topics.surfaces)].sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}:SVI`));
+    // One key per (pair, model): every pair has its SVI surface; the other models where they serve an expiry.
+    const surfaceKeys = [...keysOf(recs, topics.surfaces)];
+    expect(surfaceKeys.filter((k) => k.endsWith(':SVI')).sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}:SVI`));
+    for (const k of surfaceKeys) expect(k).toMatch(/^DERIBIT:(BTC\/USD|ETH\/USD|SOL\/USDC|XRP\/USDC):(SVI|SABR|VANNA_VOLGA)$/);
     expect([...keysOf(recs, topics.forwardCurves)].sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}`));
     expect([...keysOf(recs, topics.funding)].sort()).toEqual(PERPETUALS);
-    expect([...keysOf(recs, topics.surfaceHistory)].sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}:SVI`));
+    expect([...keysOf(recs, topics.surfaceHistory)].filter((k) => k.endsWith(':SVI')).sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}:SVI`));
     const lastSeq = new Map<string, number>();
     for (const r of recs.sort((a, b) => a.offset - b.offset)) {
       if (r.topic === topics.surfaces || r.topic === topics.surfaceHistory) {
@@ -101,30 +105,31 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     expect(new Set(funding.map((r) => `${r.key}|${(r.value as FundingUpdateMessage).timestamp}`)).size).toBe(funding.length);
     expect(svc.kafka.publisher!.stats().invalid).toBe(0);
     await svc.stop();
-  });
+  }, 240_000);
 
   it('ROLE=calibrator publishes and answers only /health and /ready', async () => {
     const prefix = newPrefix('cal');
     const svc = await startTestService({ KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix, ROLE: 'calibrator' });
     services.push(svc);
     expect((await http('GET', `${svc.url}/health`)).body).toEqual({ status: 'ok' });
-    await waitFor(async () => (await http('GET', `${svc.url}/ready`)).status === 200, 60_000, 'calibrator /ready 200');
+    await waitFor(async () => (await http('GET', `${svc.url}/ready`)).status === 200, 180_000, 'calibrator /ready 200');
     const r = await http('GET', `${svc.url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`);
     expect(r.status).toBe(404);
     await svc.kafka.publisher!.ready;
     const recs = await consumeUntil(brokers, [topicNames(prefix).surfaces], (x) => x.length > 0);
     expect(recs[0]!.topic).toBe(`${prefix}surface-snapshots`);
     await svc.stop();
-  });
+  }, 240_000);
 
   it('a calibrator and an API replica (two processes) answer the same queries identically', async () => {
     const prefix = newPrefix('replica');
-    const common = { KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix, LOG_PRETTY: 'false', LOG_LEVEL: 'info', PORT: '0' };
+    // Deribit only (as startTestService), to keep two services and a broker affordable on a 2-core machine.
+    const common = { KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix, LOG_PRETTY: 'false', LOG_LEVEL: 'info', PORT: '0', SOURCES: 'DERIBIT' };
     // Slow recalibration so that both processes often hold the same snapshot.
     const A = await startChild({ ...common, ROLE: 'all', CALIBRATION_THROTTLE_MS: '1500' }, children);
     const B = await startChild({ ...common, ROLE: 'api' }, children);
-    await waitFor(async () => (await http('GET', `${A}/ready`)).status === 200, 90_000, 'calibrator /ready 200');
-    await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 90_000, 'replica /ready 200');
+    await waitFor(async () => (await http('GET', `${A}/ready`)).status === 200, 180_000, 'calibrator /ready 200');
+    await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 120_000, 'replica /ready 200');
 
     const surfaceUrl = (base: string, pair: string, model: string) => {
       const [b, q] = pair.split('/');
@@ -216,7 +221,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     expect(compared).toHaveLength(cases.length);
     expect(compared.filter((c) => c.includes(' SVI #'))).toHaveLength(3);
     console.log(`[replica parity] identical answers: ${compared.join('; ')}`);
-  });
+  }, 300_000);
 
   it('restart with Kafka: the funding history is back and nothing is published twice', async () => {
     const prefix = newPrefix('restart');
@@ -224,7 +229,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     const env = { KAFKA_BROKERS: brokers.join(','), KAFKA_TOPIC_PREFIX: prefix };
     const svc1 = await startTestService(env);
     services.push(svc1);
-    await waitFor(() => svc1.cache.funding.instruments().length === 4 && svc1.kafka.publisher!.stats().sent.funding > 0, 60_000, 'funding published');
+    await waitFor(() => svc1.cache.funding.instruments().length === 4 && svc1.kafka.publisher!.stats().sent.funding > 0, 120_000, 'funding published');
     expect(await svc1.kafka.publisher!.flush(30_000)).toBe(true);
     const published = svc1.kafka.publisher!.stats().sent.funding;
     expect(published).toBe(svc1.cache.funding.instruments().reduce((a, i) => a + i.points, 0));
@@ -240,7 +245,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
 
     const svc2 = await startTestService(env);
     services.push(svc2);
-    await waitFor(() => svc2.kafka.publisher!.stats().fundingRestored > 0, 60_000, 'funding restored');
+    await waitFor(() => svc2.kafka.publisher!.stats().fundingRestored > 0, 120_000, 'funding restored');
     expect(svc2.kafka.publisher!.stats().fundingRestored).toBe(published + 1);
     const r = await http('GET', `${svc2.url}/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=BTC-PERPETUAL&startTime=${old - 1}&endTime=${old + 1}`);
     expect(r.status).toBe(200);
@@ -255,7 +260,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     await new Promise((res) => setTimeout(res, 500));
     expect(new Set(recs.map((x) => `${x.key}|${(x.value as FundingUpdateMessage).timestamp}`)).size).toBe(recs.length);
     expect(sent2).toBeLessThanOrEqual(4); // at most a new hourly point per instrument
-  });
+  }, 240_000);
 });
 
 /** A deep copy of `v` without the 24 h change fields (`diff*`) of iVSummary. */
@@ -278,13 +283,14 @@ async function startChild(env: Record<string, string>, children: ChildProcess[])
   const lines: string[] = [];
   child.stderr!.on('data', (d: Buffer) => lines.push(d.toString('utf8')));
   return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`child did not listen within 60 s:\n${lines.join('').slice(-3000)}`)), 60_000);
+    const guard = setTimeout(() => reject(new Error(`child did not listen within 120 s:\n${lines.join('').slice(-3000)}`)), 120_000);
     child.on('exit', (code) => reject(new Error(`child exited with ${code}:\n${lines.join('').slice(-3000)}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       lines.push(line);
       try {
         const j = JSON.parse(line) as { msg?: string; url?: string };
-        if (j.url && j.msg?.startsWith('REST API listening')) {
+        // the first http:// url logged is where it listens (src/main.ts), feed urls are ws://
+        if (j.url?.startsWith('http://')) {
           clearTimeout(guard);
           resolve(j.url);
         }
