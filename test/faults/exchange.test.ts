@@ -74,7 +74,8 @@ beforeAll(async () => {
   const simPort = await freePort();
   proxy = await WsProxy.start(simPort);
   svc = await startTestService(
-    { STALE_AFTER_S: '3' },
+    // Deribit only: the faults are injected on its socket (OKX/Bybit faults: their own feed tests)
+    { STALE_AFTER_S: '3', SOURCES: 'DERIBIT', SIM_HISTORY_HOURS: '0' },
     {
       simulatorPort: simPort,
       simulator: { heartbeatMsPerS: 100, optionUpdatesPerSecond: 2 },

@@ -1,0 +1,126 @@
+/**
+ * Benchmark 2, calibration: milliseconds per full surface for each model (SVI, SABR, Vanna-Volga),
+ * median and p99, at the size of Deribit's BTC chain, on this thread.
+ *
+ * Chains: the REAL 878-option BTC chain of 2026-05-26 19:27 UTC (data/replay, 11 expiries), and the
+ * simulator's BTC chain (adapters/simulator: every listed BTC option, future and the index, built by
+ * the simulator's own Deribit message builders and normalized by the real normalizer). Each run is
+ * streams/calibrate.ts fitChain on the chain view with a fresh fit memory (no earlier slice to keep),
+ * which fits every model per expiry, with its arbitrage checks and calendar envelope; the figure per
+ * model is that model's own measured time (ModelFit.calibrationMs).
+ * Limit: one evaluation of the fitted model's implied vol at every quote of the chain (the surface
+ * built from the fit, VolSurface.impliedVol), i.e. the cost of looking at the data once with that
+ * model; ratio = limit / figure (the fraction of the fit's time a single pass would take).
+ */
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { normalizeDeribit } from '../adapters/deribit/normalize.js';
+import { DeribitChains } from '../adapters/simulator/chains.js';
+import { futureTicker, indexData, optionTicker, type SettlementMemory } from '../adapters/simulator/deribitMessages.js';
+import { Market } from '../adapters/simulator/market.js';
+import { Rng } from '../adapters/simulator/rng.js';
+import type { FutureQuote, IndexPrice, OptionQuote } from '../src/domain/events.js';
+import { ChainState, type ChainView } from '../streams/chainState.js';
+import { buildSnapshots, fitChain } from '../streams/calibrate.js';
+import { QUICK, median, quantile, type BenchRow } from './lib.js';
+
+const root = new URL('../', import.meta.url).pathname;
+const TARGET_MS: Record<string, number> = { SVI: 10, SABR: 20, VANNA_VOLGA: 5 };
+
+function apply(state: ChainState, msg: unknown, recvS: number): void {
+  const r = normalizeDeribit(msg, recvS);
+  if (!r.ok) return;
+  for (const ev of r.events) {
+    if ((ev.kind === 'option' || ev.kind === 'future' || ev.kind === 'index') && ev.base === 'BTC' && ev.quote === 'USD') state.apply(ev as OptionQuote | FutureQuote | IndexPrice);
+  }
+}
+
+/** The real recorded chain as a chain view. */
+export function realChainView(file = `${root}data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl`): ChainView {
+  const state = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
+  for (const l of readFileSync(file, 'utf8').split('\n')) {
+    if (!l.trim()) continue;
+    const m = JSON.parse(l);
+    apply(state, m, (m.params?.data?.timestamp ?? 0) / 1000);
+  }
+  return state.view();
+}
+
+/** The simulator's BTC chain (seed 42, at a fixed instant) as a chain view. */
+export function simulatorChainView(seed = 42, nowMs = Date.UTC(2026, 4, 26, 19, 30)): ChainView {
+  const market = new Market({ seed, clock: () => nowMs });
+  const chains = new DeribitChains(market);
+  const rng = Rng.derive(seed, 'bench:quotes');
+  const memory: SettlementMemory = new Map();
+  const state = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
+  const note = (channel: string, data: unknown) => apply(state, { jsonrpc: '2.0', method: 'subscription', params: { channel, data } }, nowMs / 1000);
+  note('deribit_price_index.btc_usd', indexData(market, 'btc_usd', 'BTC', 2, nowMs));
+  for (const inst of chains.all()) {
+    if (inst.underlying !== 'BTC' || inst.product.prefix !== 'BTC') continue;
+    const data = inst.kind === 'option' ? optionTicker(market, inst, nowMs, rng, memory) : futureTicker(market, inst, nowMs, rng, memory);
+    note(`ticker.${inst.name}.100ms`, data);
+  }
+  return state.view();
+}
+
+interface ChainResult {
+  readonly chain: string;
+  readonly options: number;
+  readonly expiries: number;
+  readonly quotes: number;
+  readonly perModel: Record<string, number[]>;
+  readonly floorMs: Record<string, number>;
+}
+
+function measure(chain: string, view: ChainView, runs: number): ChainResult {
+  fitChain(view); // warm-up (JIT)
+  const perModel: Record<string, number[]> = {};
+  let last = fitChain(view);
+  for (let i = 0; i < runs; i++) {
+    last = fitChain(view);
+    for (const m of last.models) (perModel[m.model] ??= []).push(m.calibrationMs);
+  }
+  const snaps = buildSnapshots(last, 1);
+  const floorMs: Record<string, number> = {};
+  let quotes = 0;
+  for (const s of snaps.surfaces) {
+    const pts = s.slices.flatMap((sl) => sl.quotes.map((q) => ({ T: sl.T, K: q.strike, F: sl.forward })));
+    quotes = Math.max(quotes, pts.length);
+    let sink = 0;
+    const reps = 200;
+    const t0 = performance.now();
+    for (let r = 0; r < reps; r++) for (const p of pts) sink += s.surface.impliedVol(p.T, p.K, p.F);
+    floorMs[s.model] = (performance.now() - t0) / reps;
+    if (!Number.isFinite(sink)) throw new Error(`${s.model}: non-finite vol on ${chain}`);
+  }
+  const expiries = Math.max(0, ...last.models.map((m) => m.slices.length));
+  return { chain, options: view.options.length, expiries, quotes, perModel, floorMs };
+}
+
+/** Run the calibration benchmark; rows for the table. */
+export function runCalibration(): BenchRow[] {
+  const runs = QUICK ? 8 : 40;
+  const results = [measure('real Deribit BTC 2026-05-26 (878 options)', realChainView(), runs), measure('simulator BTC chain', simulatorChainView(), runs)];
+  const rows: BenchRow[] = [];
+  for (const r of results) {
+    for (const [model, ms] of Object.entries(r.perModel)) {
+      const med = median(ms);
+      const p99 = quantile(ms, 0.99);
+      const floor = r.floorMs[model] ?? Number.NaN;
+      const target = TARGET_MS[model];
+      rows.push({
+        section: 'calibration',
+        name: `${model} full surface, ${r.chain}: median`,
+        value: med,
+        unit: 'ms',
+        limit: floor,
+        limitName: 'one model pass over all quotes',
+        ratio: floor / med,
+        target: target === undefined ? null : `< ${target} ms`,
+        met: target === undefined ? null : med < target,
+        extra: { p99Ms: p99, runs: ms.length, options: r.options, expiries: r.expiries, quotes: r.quotes },
+      });
+    }
+  }
+  return rows;
+}

@@ -1,0 +1,194 @@
+/**
+ * Benchmark 4, freshness: from a simulator tick leaving the socket to the new value visible through
+ * REST, p50 and p99.
+ *
+ * Method. This process runs the Deribit simulator (at BENCH_SIM_OPTION_RATE option refreshes per
+ * second, default 1 = the simulator's default, as `npm start`; 10 is the 100 ms channel's maximum) behind the frame-aware proxy of the fault tests
+ * (test/faults/wsProxy.ts). The service runs in a child process in simulated mode with all three
+ * exchanges (its embedded OKX and Bybit simulators at the same option rate), its Deribit feed pointed
+ * at the proxy: the same adapters, pipelines, calibration worker and REST as in production. The proxy
+ * stamps every BTC ticker/index frame with the wall-clock instant it is written to the service's
+ * socket (and its exchange timestamp). This process polls GET /surface (BTC/USD, SVI) every
+ * BENCH_POLL_MS (default 10) and stamps each answer on receipt. A frame is visible from the first
+ * answer whose observationTimestamp (the newest exchange timestamp in the calibrated chain view) is
+ * >= its exchange timestamp: the frames of one socket arrive in order, so that view contains it.
+ * Latency of a frame = receipt of that answer - the frame's write instant; p50/p99 over every BTC
+ * frame of the measuring window. Also reported: the age of the newest data when a new surface is
+ * first seen (answer receipt - write instant of the newest frame it contains). The poll interval
+ * adds up to BENCH_POLL_MS to every figure.
+ * Limit: the same measurement of the proxy -> REST path without calibration is not separable; the
+ * physical floor reported is the REST round trip of the poll itself (median), ratio = floor / p50.
+ * Run once per CALIBRATION_THROTTLE_MS value in BENCH_THROTTLES (default "250,50"; 250 is the
+ * service default: calibrations of a pair are at least that far apart, so a tick waits up to that).
+ */
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
+import { WsProxy, freePort } from '../test/faults/wsProxy.js';
+import { QUICK, forkTs, median, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
+
+const here = new URL('.', import.meta.url).pathname;
+const now = () => performance.timeOrigin + performance.now();
+
+interface Poll {
+  readonly sentAt: number;
+  readonly receivedAt: number;
+  readonly obsMs: number;
+}
+
+async function one(throttleMs: number, rate: number, windowS: number, pollMs: number): Promise<{ rows: BenchRow[]; notes: string[] }> {
+  const simPort = await freePort();
+  const sim = await startDeribitSimulator({ port: simPort, host: '127.0.0.1', optionUpdatesPerSecond: rate });
+  const proxy = await WsProxy.start(simPort);
+  const cap = 4_000_000;
+  const frameTs = new Float64Array(cap);
+  const frameAt = new Float64Array(cap);
+  let n = 0;
+  let recording = false;
+  let framesAll = 0;
+  proxy.tap = (text) => {
+    framesAll++;
+    if (!recording || n >= cap) return;
+    if (!text.startsWith('{"jsonrpc":"2.0","method":"subscription"')) return;
+    if (!(text.includes('"ticker.BTC-') || text.includes('"deribit_price_index.btc_usd"'))) return;
+    if (text.includes('"ticker.BTC_')) return;
+    const m = /"timestamp":(\d+)/.exec(text);
+    if (!m) return;
+    frameTs[n] = Number(m[1]);
+    frameAt[n] = now();
+    n++;
+  };
+  const notes: string[] = [];
+  const child = forkTs(join(here, 'serviceChild.ts'), {
+    MARKET_SOURCE: 'simulated',
+    SOURCES: 'DERIBIT,OKX,BYBIT',
+    SIM_HISTORY_HOURS: '0',
+    BENCH_SIM_OPTION_RATE: String(rate),
+    BENCH_DERIBIT_URL: proxy.url(),
+    CALIBRATION_THROTTLE_MS: String(throttleMs),
+    RATE_LIMIT_MAX: '0',
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+  });
+  try {
+    const { url } = await nextMessage<{ url: string }>(child, (m) => m?.type === 'ready', 120_000);
+    const surfaceUrl = `${url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`;
+    // the measured pair is served (the other pairs keep warming up meanwhile: they load the service as in production)
+    const until = Date.now() + 300_000;
+    for (;;) {
+      const r = await fetch(surfaceUrl);
+      if (r.status === 200) break;
+      if (Date.now() > until) throw new Error(`BTC/USD not served within 300 s: ${(await r.text()).slice(0, 600)}`);
+      await sleep(500);
+    }
+    const ready = await fetch(`${url}/ready`);
+    if (ready.status !== 200) notes.push(`freshness (throttle ${throttleMs} ms): measured before every pair was ready: ${(await ready.text()).slice(0, 300)}`);
+    await sleep(QUICK ? 2_000 : 5_000);
+    const polls: Poll[] = [];
+    recording = true;
+    const framesAtStart = framesAll;
+    const t0 = now();
+    const end = t0 + windowS * 1000;
+    while (now() < end) {
+      const sentAt = now();
+      const r = await fetch(surfaceUrl);
+      const text = await r.text();
+      const receivedAt = now();
+      if (r.status === 200) {
+        const m = /"observationTimestamp":([0-9.e+]+)/.exec(text);
+        if (m) polls.push({ sentAt, receivedAt, obsMs: Math.round(Number(m[1]) * 1000) });
+      }
+      const wait = pollMs - (now() - sentAt);
+      if (wait > 0) await sleep(wait);
+    }
+    recording = false;
+    // give the last frames a chance to become visible
+    const tail = now() + 3_000;
+    while (now() < tail) {
+      const sentAt = now();
+      const r = await fetch(surfaceUrl);
+      const text = await r.text();
+      const m = /"observationTimestamp":([0-9.e+]+)/.exec(text);
+      if (r.status === 200 && m) polls.push({ sentAt, receivedAt: now(), obsMs: Math.round(Number(m[1]) * 1000) });
+      await sleep(pollMs);
+    }
+    const frameRate = ((framesAll - framesAtStart) / (now() - t0)) * 1000;
+    // first answer showing each observation
+    const firsts: Poll[] = [];
+    for (const p of polls) if (firsts.length === 0 || p.obsMs > firsts[firsts.length - 1]!.obsMs) firsts.push(p);
+    const lat: number[] = [];
+    let j = 0;
+    let invisible = 0;
+    // frames in write order have non-decreasing exchange timestamps (one socket, in order)
+    for (let i = 0; i < n; i++) {
+      while (j < firsts.length && firsts[j]!.obsMs < frameTs[i]!) j++;
+      if (j >= firsts.length) {
+        invisible++;
+        continue;
+      }
+      lat.push(firsts[j]!.receivedAt - frameAt[i]!);
+    }
+    // age of the newest data when a new surface is first seen
+    const ages: number[] = [];
+    let k = 0;
+    for (const f of firsts) {
+      while (k + 1 < n && frameTs[k + 1]! <= f.obsMs) k++;
+      if (n > 0 && frameTs[k]! <= f.obsMs) ages.push(f.receivedAt - frameAt[k]!);
+    }
+    const rtt = polls.map((p) => p.receivedAt - p.sentAt);
+    if (invisible > 0) notes.push(`freshness (throttle ${throttleMs} ms): ${invisible} of ${n} frames not yet visible at the end of the window`);
+    const p50 = quantile(lat, 0.5);
+    const p99 = quantile(lat, 0.99);
+    const floor = median(rtt);
+    const base = { frames: n, frameRatePerS: frameRate, surfacesSeen: firsts.length, pollRttP50Ms: floor, pollIntervalMs: pollMs, optionUpdatesPerSecond: rate };
+    const label = `throttle ${throttleMs} ms${throttleMs === 250 ? ' (default)' : ''}`;
+    return {
+      notes,
+      rows: [
+        {
+          section: 'freshness',
+          name: `tick leaves socket -> visible via REST, ${label}: p99`,
+          value: p99,
+          unit: 'ms',
+          limit: floor,
+          limitName: 'REST poll round trip p50',
+          ratio: floor / p99,
+          target: 'p99 < 100 ms',
+          met: p99 < 100,
+          extra: { p50Ms: p50, ...base, newestDataAgeP50Ms: quantile(ages, 0.5), newestDataAgeP99Ms: quantile(ages, 0.99) },
+        },
+        {
+          section: 'freshness',
+          name: `tick leaves socket -> visible via REST, ${label}: p50`,
+          value: p50,
+          unit: 'ms',
+          limit: floor,
+          limitName: 'REST poll round trip p50',
+          ratio: floor / p50,
+          target: null,
+          met: null,
+          extra: base,
+        },
+      ],
+    };
+  } finally {
+    await stopChild(child);
+    await proxy.close();
+    await sim.close();
+  }
+}
+
+/** Run the freshness benchmark; rows for the table. */
+export async function runFreshness(): Promise<{ rows: BenchRow[]; notes: string[] }> {
+  const rate = Number(process.env.BENCH_SIM_OPTION_RATE ?? 1);
+  const pollMs = Number(process.env.BENCH_POLL_MS ?? 10);
+  const windowS = QUICK ? 10 : 30;
+  const throttles = (process.env.BENCH_THROTTLES ?? '250,50').split(',').map(Number).filter((x) => Number.isFinite(x) && x >= 0);
+  const rows: BenchRow[] = [];
+  const notes: string[] = [];
+  for (const t of throttles) {
+    const r = await one(t, rate, windowS, pollMs);
+    rows.push(...r.rows);
+    notes.push(...r.notes);
+  }
+  return { rows, notes };
+}

@@ -1,0 +1,81 @@
+/**
+ * `npm run bench`: the benchmark suite of issue 8 (not part of `npm test`). Prints a table on stdout
+ * and writes bench/results/latest.json (gitignored). Each figure is measured beside its physical
+ * limit in the same run and reported as a ratio too; see docs/operations.md "Benchmarks" for how to
+ * read it.
+ *
+ * Sections (bench/<section>.ts): ingest, calibration, rest, freshness, memory.
+ * Environment:
+ * - BENCH_QUICK=1: short runs (a smoke check; figures indicative only);
+ * - BENCH_ONLY=ingest,calibration,...: run only these sections;
+ * - BENCH_SOAK_S: memory soak length, s (default 600; 30 when quick);
+ * - BENCH_SIM_OPTION_RATE: simulated option refreshes per second per option (default 1, as `npm start`);
+ * - BENCH_THROTTLES: CALIBRATION_THROTTLE_MS values of the freshness runs (default "250,50");
+ * - BENCH_POLL_MS: REST poll interval of the freshness run (default 10).
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { runCalibration } from './calibration.js';
+import { runFreshness } from './freshness.js';
+import { runIngest } from './ingest.js';
+import { runMemory } from './memory.js';
+import { runRest } from './rest.js';
+import { QUICK, machine, sig, table, type BenchRow } from './lib.js';
+
+const SECTIONS = ['ingest', 'calibration', 'rest', 'freshness', 'memory'] as const;
+
+async function main(): Promise<void> {
+  const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const want = (s: string) => only.length === 0 || only.includes(s);
+  const rows: BenchRow[] = [];
+  const notes: string[] = [];
+  const errors: string[] = [];
+  const started = new Date().toISOString();
+  const load0 = loadavg()[0]!;
+  for (const s of SECTIONS) {
+    if (!want(s)) continue;
+    process.stderr.write(`bench: ${s}...\n`);
+    const t0 = Date.now();
+    try {
+      if (s === 'ingest') rows.push(...runIngest());
+      else if (s === 'calibration') rows.push(...runCalibration());
+      else {
+        const r = s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : await runMemory();
+        rows.push(...r.rows);
+        notes.push(...r.notes);
+      }
+    } catch (err) {
+      errors.push(`${s}: ${(err as Error).stack ?? String(err)}`);
+    }
+    process.stderr.write(`bench: ${s} done in ${((Date.now() - t0) / 1000).toFixed(0)} s\n`);
+  }
+  const m = machine();
+  process.stdout.write(`\nvol-surface-service benchmarks${QUICK ? ' (BENCH_QUICK=1: indicative only)' : ''}: ${m.cpus} x ${m.cpuModel}, node ${m.node}, load average ${sig(load0, 2)} -> ${sig(loadavg()[0], 2)}\n\n`);
+  process.stdout.write(`${table(rows)}\n`);
+  const extras = rows.filter((r) => r.extra && Object.keys(r.extra).length > 0);
+  if (extras.length > 0) {
+    process.stdout.write('\ndetails:\n');
+    for (const r of extras) {
+      const parts = Object.entries(r.extra!).map(([k, v]) => `${k}=${typeof v === 'number' ? sig(v) : v}`);
+      process.stdout.write(`  ${r.section} | ${r.name}: ${parts.join(', ')}\n`);
+    }
+  }
+  const missed = rows.filter((r) => r.met === false);
+  if (missed.length > 0) {
+    process.stdout.write('\ntargets missed:\n');
+    for (const r of missed) process.stdout.write(`  ${r.name}: ${sig(r.value)} ${r.unit} vs ${r.target}\n`);
+  }
+  for (const n of notes) process.stdout.write(`note: ${n}\n`);
+  for (const e of errors) process.stdout.write(`ERROR in section ${e}\n`);
+  const dir = new URL('./results/', import.meta.url).pathname;
+  mkdirSync(dir, { recursive: true });
+  const doc = { started, finished: new Date().toISOString(), quick: QUICK, machine: { ...m, loadavg1mAtStart: load0, loadavg1mAtEnd: loadavg()[0] }, rows, notes, errors };
+  writeFileSync(`${dir}latest.json`, `${JSON.stringify(doc, null, 2)}\n`);
+  process.stdout.write(`\nwritten: bench/results/latest.json\n`);
+  if (errors.length > 0) process.exitCode = 1;
+}
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

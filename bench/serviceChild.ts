@@ -1,0 +1,57 @@
+/**
+ * Child process of the freshness and memory benchmarks: the whole service (src/service.ts
+ * startService) configured from the environment like `npm start` (PORT 0, silent logs), with
+ * optional overrides: BENCH_SIM_OPTION_RATE (option ticker refreshes per second, all three
+ * simulated exchanges) and BENCH_DERIBIT_URL (the Deribit feed's URL).
+ * With BENCH_BASELINE=1 it only loads the service's modules and idles (the memory floor).
+ *
+ * IPC: sends `{type: 'ready', url}` once listening; answers `{type: 'stats'}` with its memory usage
+ * and feed counters. Stops on SIGTERM.
+ */
+import { pino } from 'pino';
+import { loadConfig } from '../src/config.js';
+import { startService, type RunningService } from '../src/service.js';
+
+async function main(): Promise<void> {
+  if (process.env.BENCH_BASELINE === '1') {
+    process.send!({ type: 'ready', url: null });
+    process.on('message', (m: { type?: string }) => {
+      if (m?.type === 'stats') process.send!({ type: 'stats', memory: process.memoryUsage(), feeds: [] });
+    });
+    process.on('SIGTERM', () => process.exit(0));
+    setInterval(() => undefined, 1 << 30);
+    return;
+  }
+  const config = loadConfig({ LOG_LEVEL: 'silent', ...process.env, PORT: '0' });
+  const rate = Number(process.env.BENCH_SIM_OPTION_RATE ?? '');
+  const sim = Number.isFinite(rate) && rate > 0 ? { optionUpdatesPerSecond: rate } : {};
+  const deribitUrl = process.env.BENCH_DERIBIT_URL;
+  const svc: RunningService = await startService(config, pino({ level: 'silent' }), {
+    simulator: sim,
+    okxSimulator: sim,
+    bybitSimulator: sim,
+    // the freshness run: the Deribit feed reads the parent's simulator through its timing proxy
+    ...(deribitUrl ? { deribit: { url: deribitUrl } } : {}),
+  });
+  process.send!({ type: 'ready', url: svc.url });
+  process.on('message', (m: { type?: string }) => {
+    if (m?.type !== 'stats') return;
+    process.send!({
+      type: 'stats',
+      memory: process.memoryUsage(),
+      feeds: svc.feeds.map((f) => f.stats()),
+      surfaces: svc.cache.allSurfaces().length,
+      simulator: svc.simulator?.stats() ?? null,
+    });
+  });
+  const stop = () => {
+    svc.stop().finally(() => process.exit(0));
+  };
+  process.on('SIGTERM', stop);
+  process.on('disconnect', stop);
+}
+
+main().catch((err) => {
+  process.stderr.write(`serviceChild: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
