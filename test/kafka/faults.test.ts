@@ -19,7 +19,9 @@ import type { SurfaceSnapshotMessage } from '../../src/publish/schemas.js';
 import { consumeUntil, eventually, fundingPoint, makeSnapshots, startRestartableBroker } from './helpers.js';
 import { http, startTestService } from '../helpers/service.js';
 
-const broker = await startRestartableBroker(Number(process.env['KAFKA_FAULT_TEST_PORT'] ?? 19300));
+// A random port pair in 19300..19498 (outside ensureKafka's 19192.. scan): while this broker is halted its port is
+// free, and another test run starting a broker there would take it (and wipe its data dir).
+const broker = await startRestartableBroker(Number(process.env['KAFKA_FAULT_TEST_PORT'] ?? 19300 + 2 * Math.floor(Math.random() * 100)));
 
 const BTC = { base: 'BTC', quote: 'USD' } as const;
 const T0 = Math.floor(Date.now() / 1000) - 7200;
@@ -110,7 +112,7 @@ describe.skipIf(!broker)('KafkaPublisher across broker faults (real broker stopp
         `broker restart (same data dir) to a client answering ${restartMs} ms, backlog drained ${drainMs} ms after that`,
     );
     await pub.close();
-  });
+  }, 240_000);
 
   it('broker absent at start: the publisher keeps trying and publishes once the broker appears', async () => {
     const brokers = broker!.brokers;
@@ -138,7 +140,7 @@ describe.skipIf(!broker)('KafkaPublisher across broker faults (real broker stopp
       'surface-snapshots DERIBIT:BTC/USD:SVI',
     ]);
     await pub.close();
-  });
+  }, 240_000);
 
   it('broker absent at start: the service starts, serves REST, and publishes once the broker appears', async () => {
     const brokers = broker!.brokers;

@@ -217,7 +217,12 @@ export async function startRestartableBroker(basePort: number): Promise<Restarta
         detached: true,
         stdio: 'ignore',
       }).unref();
-      await waitReady(broker, pid);
+      try {
+        await waitReady(broker, pid);
+      } catch (err) {
+        const tail = readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n');
+        throw new Error(`${(err as Error).message}; broker log tail:\n${tail}`);
+      }
       return Date.now() - t0;
     },
     stop: () => handle.stop(),
