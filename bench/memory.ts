@@ -78,7 +78,7 @@ export async function runMemory(): Promise<{ rows: BenchRow[]; notes: string[] }
       rows: [
         {
           section: 'memory',
-          name: `RSS after ${Math.round(elapsedS)} s at full simulated rate, 24 h history`,
+          name: `RSS after ${Math.round(elapsedS)} s, simulated market (${rate} refresh/s per option), 24 h history`,
           value: rss / MB,
           unit: 'MB',
           limit: floor / MB,
