@@ -8,17 +8,16 @@
  * the symbols of the real 2023-04-05 option captures, 16 made-up BTC strikes (to need several option
  * connections) and the USDC perpetuals BTCPERP/ETHPERP and the USDC future BTC-26DEC25.
  */
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
+import type { ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import type { WebSocket as ServerSocket } from 'ws';
 import { BybitFeed, type BybitFeedOptions } from '../../adapters/bybit/feed.js';
 import type { FutureQuote, MarketEvent, OptionQuote } from '../../src/domain/events.js';
+import { collectEvents, sendJson, startFakeExchange, until, useCleanups } from '../helpers/fakeExchange.js';
+import { docsExamples, fixtureText } from '../helpers/fixtures.js';
 
-const fx = (name: string): string => readFileSync(new URL(`../fixtures/bybit/${name}`, import.meta.url), 'utf8');
-const docs = (JSON.parse(fx('docs-examples.json')) as { examples: Record<string, Record<string, unknown>> }).examples;
-const optionMsgs = fx('tardis-option-tickers-2023-04-05.jsonl').split('\n').filter(Boolean);
+const docs = docsExamples('bybit');
+const optionMsgs = fixtureText('bybit', 'tardis-option-tickers-2023-04-05.jsonl').split('\n').filter(Boolean);
 
 /** 2023-04-05T00:00Z: the recorded option tickers' day. */
 const NOW_S = Date.parse('2023-04-05T00:00:00Z') / 1000;
@@ -54,14 +53,7 @@ function btcPerpSnapshot(): Record<string, unknown> {
 }
 const btcPerpDelta = { topic: 'tickers.BTCPERP', type: 'delta', ts: 1760325052730, cs: 9532239430, data: { symbol: 'BTCPERP', markPrice: '66670.10' } };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()?.();
-});
-
-async function until(pred: () => boolean): Promise<void> {
-  while (!pred()) await new Promise((r) => setTimeout(r, 3));
-}
+const cleanups = useCleanups();
 
 interface Frame {
   readonly path: string;
@@ -71,9 +63,9 @@ interface Frame {
 }
 
 interface FakeBybit {
-  optionUrl: string;
-  linearUrl: string;
-  baseUrl: string;
+  readonly optionUrl: string;
+  readonly linearUrl: string;
+  readonly baseUrl: string;
   readonly requests: URL[];
   readonly frames: Frame[];
   readonly sockets: { path: string; conn: number; s: ServerSocket }[];
@@ -81,14 +73,8 @@ interface FakeBybit {
 }
 
 async function fakeBybit(): Promise<FakeBybit> {
-  const fake: FakeBybit = { optionUrl: '', linearUrl: '', baseUrl: '', requests: [], frames: [], sockets: [], onSubscribe: () => {} };
-  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    fake.requests.push(url);
-    const ok = (result: unknown): void => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ retCode: 0, retMsg: 'OK', result, retExtInfo: {}, time: NOW_S * 1000 }));
-    };
+  const http = (url: URL, res: ServerResponse): void => {
+    const ok = (result: unknown): void => sendJson(res, { retCode: 0, retMsg: 'OK', result, retExtInfo: {}, time: NOW_S * 1000 });
     if (url.pathname === '/v5/market/instruments-info') {
       const category = url.searchParams.get('category');
       const all = (category === 'option' ? OPTIONS : LINEAR).filter((x) => x['baseCoin'] === url.searchParams.get('baseCoin'));
@@ -100,14 +86,8 @@ async function fakeBybit(): Promise<FakeBybit> {
       const list = sym === 'ETHPERP' ? (docs['GET /v5/market/funding/history'] as { result: { list: unknown[] } }).result.list : [];
       ok({ category: 'linear', list });
     } else res.writeHead(404).end();
-  });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise<void>((r) => wss.once('listening', () => r()));
-  let n = 0;
-  wss.on('connection', (s, req) => {
-    const path = req.url ?? '';
-    const conn = ++n;
+  };
+  const connection = (s: ServerSocket, conn: number, path: string): void => {
     fake.sockets.push({ path, conn, s });
     s.on('message', (d) => {
       const raw = d.toString();
@@ -125,21 +105,17 @@ async function fakeBybit(): Promise<FakeBybit> {
         fake.onSubscribe(s, f);
       }
     });
-  });
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        for (const c of wss.clients) c.terminate();
-        wss.close(() => {
-          http.close(() => r());
-          http.closeAllConnections();
-        });
-      }),
-  );
-  const ws = `ws://127.0.0.1:${(wss.address() as AddressInfo).port}`;
-  fake.optionUrl = `${ws}/v5/public/option`;
-  fake.linearUrl = `${ws}/v5/public/linear`;
-  fake.baseUrl = `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+  };
+  const servers = await startFakeExchange({ http, connection }, cleanups);
+  const fake: FakeBybit = {
+    optionUrl: `${servers.wsBase}/v5/public/option`,
+    linearUrl: `${servers.wsBase}/v5/public/linear`,
+    baseUrl: servers.baseUrl,
+    requests: servers.requests,
+    frames: [],
+    sockets: [],
+    onSubscribe: () => {},
+  };
   return fake;
 }
 
@@ -166,10 +142,7 @@ function feed(fake: FakeBybit, extra: Partial<BybitFeedOptions> = {}): { f: Bybi
     transport: { backoffBaseMs: 20, backoffMaxMs: 50, random: () => 1 },
     ...extra,
   });
-  const events: MarketEvent[] = [];
-  f.events$.subscribe((e) => events.push(e));
-  cleanups.push(() => f.stop());
-  return { f, events };
+  return { f, events: collectEvents(f, cleanups) };
 }
 
 const subscribed = (fake: FakeBybit, conn: number): string[] =>

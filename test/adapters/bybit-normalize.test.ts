@@ -3,33 +3,17 @@
  * ../shared/exchange-samples/bybit). Expected numbers are the wire strings as numbers with ms -> s
  * applied in the test; Bybit's printed Greeks are cross-checked with Black-76 (src/quant, r = 0).
  */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { BybitDropKinds, BybitNormalizer, BybitTickerBook, bybitNormalizer, normalizeBybitFundingHistory } from '../../adapters/bybit/normalize.js';
 import { batchBybitTopics, bybitRequest } from '../../adapters/bybit/wire.js';
-import type { NormalizeResult } from '../../adapters/types.js';
-import { MarketEventSchema, type FundingRate, type FutureQuote, type MarketEvent, type OptionQuote } from '../../src/domain/events.js';
+import type { FundingRate, FutureQuote, OptionQuote } from '../../src/domain/events.js';
 import { black76Greeks } from '../../src/quant/black76.js';
+import { clone, docsExamples, dropKind, events, fixtureLines } from '../helpers/fixtures.js';
 
-const text = (name: string): string => readFileSync(new URL(`../fixtures/bybit/${name}`, import.meta.url), 'utf8');
-const lines = (name: string): Record<string, unknown>[] =>
-  text(name)
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-const docs = (JSON.parse(text('docs-examples.json')) as { examples: Record<string, Record<string, unknown>> }).examples;
-const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const lines = (name: string): Record<string, unknown>[] => fixtureLines('bybit', name);
+const docs = docsExamples('bybit');
+
 const RECV = 1_680_700_000.5;
-
-function events(r: NormalizeResult): readonly MarketEvent[] {
-  if (!r.ok) throw new Error(`expected ok, got ${r.kind}: ${r.detail}`);
-  for (const ev of r.events) expect(MarketEventSchema.safeParse(ev).success).toBe(true);
-  return r.events;
-}
-function dropKind(r: NormalizeResult): string {
-  expect(r.ok).toBe(false);
-  return r.ok ? '' : r.kind;
-}
 
 const [solMsg, ethMsg] = lines('tardis-option-tickers-2023-04-05.jsonl') as [Record<string, unknown>, Record<string, unknown>];
 const linear = lines('tardis-linear-inverse-tickers-2023-04-05.jsonl');

@@ -5,16 +5,16 @@
  * text `ping` with `pong` and pushes recorded messages. No timed assertions: every wait is for a
  * condition, and "not sent" is checked behind a later frame on the same socket (TCP keeps order).
  */
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
+import type { ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import type { WebSocket as ServerSocket } from 'ws';
 import { OkxFeed, type OkxFeedOptions } from '../../adapters/okx/feed.js';
 import type { MarketEvent, OptionQuote } from '../../src/domain/events.js';
+import { collectEvents, sendJson, startFakeExchange, until, useCleanups } from '../helpers/fakeExchange.js';
+import { docsExamples, fixtureText } from '../helpers/fixtures.js';
 
-const fx = (name: string): string => readFileSync(new URL(`../fixtures/okx/${name}`, import.meta.url), 'utf8');
-const docs = (JSON.parse(fx('docs-examples.json')) as { examples: Record<string, Record<string, unknown>> }).examples;
+const fx = (name: string): string => fixtureText('okx', name);
+const docs = docsExamples('okx');
 const listings: Record<string, Record<string, unknown>[]> = {
   OPTION: JSON.parse(fx('rest-instruments-OPTION-2025-05-08.trimmed.json')) as Record<string, unknown>[],
   FUTURES: JSON.parse(fx('rest-instruments-FUTURES-2025-05-08.json')) as Record<string, unknown>[],
@@ -27,14 +27,7 @@ const btcIndexPush = (JSON.parse(fx('tardis-xperp-index-and-funding-2026-08-04.j
 const NOW_S = Date.parse('2023-12-20T11:00:00Z') / 1000;
 const clock = { now: () => NOW_S };
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  while (cleanups.length) await cleanups.pop()?.();
-});
-
-async function until(pred: () => boolean): Promise<void> {
-  while (!pred()) await new Promise((r) => setTimeout(r, 3));
-}
+const cleanups = useCleanups();
 
 interface Sub {
   readonly conn: number;
@@ -54,14 +47,8 @@ interface FakeOkx {
 }
 
 async function fakeOkx(): Promise<FakeOkx> {
-  const fake: FakeOkx = { wsUrl: '', baseUrl: '', requests: [], subs: [], pings: [], sockets: [], answerPing: true, onSubscribe: () => {} };
-  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    fake.requests.push(url);
-    const send = (data: unknown[]): void => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ code: '0', msg: '', data }));
-    };
+  const http = (url: URL, res: ServerResponse): void => {
+    const send = (data: unknown[]): void => sendJson(res, { code: '0', msg: '', data });
     if (url.pathname === '/api/v5/public/instruments') {
       const type = url.searchParams.get('instType') ?? '';
       const fam = url.searchParams.get('instFamily');
@@ -74,13 +61,8 @@ async function fakeOkx(): Promise<FakeOkx> {
     } else {
       res.writeHead(404).end();
     }
-  });
-  await new Promise<void>((r) => http.listen(0, '127.0.0.1', () => r()));
-  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
-  await new Promise<void>((r) => wss.once('listening', () => r()));
-  let n = 0;
-  wss.on('connection', (s) => {
-    const conn = ++n;
+  };
+  const connection = (s: ServerSocket, conn: number): void => {
     fake.sockets.push(s);
     s.on('message', (d) => {
       const frame = d.toString();
@@ -97,21 +79,19 @@ async function fakeOkx(): Promise<FakeOkx> {
         fake.onSubscribe(s, conn, sub);
       }
     });
-  });
-  cleanups.push(
-    () =>
-      new Promise<void>((r) => {
-        for (const c of wss.clients) c.terminate();
-        wss.close(() => {
-          http.close(() => r());
-          http.closeAllConnections();
-        });
-      }),
-  );
-  return Object.assign(fake, {
-    wsUrl: `ws://127.0.0.1:${(wss.address() as AddressInfo).port}/ws/v5/public`,
-    baseUrl: `http://127.0.0.1:${(http.address() as AddressInfo).port}`,
-  });
+  };
+  const servers = await startFakeExchange({ http, connection }, cleanups);
+  const fake: FakeOkx = {
+    wsUrl: `${servers.wsBase}/ws/v5/public`,
+    baseUrl: servers.baseUrl,
+    requests: servers.requests,
+    subs: [],
+    pings: [],
+    sockets: [],
+    answerPing: true,
+    onSubscribe: () => {},
+  };
+  return fake;
 }
 
 function feed(fake: FakeOkx, extra: Partial<OkxFeedOptions> = {}): { f: OkxFeed; events: MarketEvent[] } {
@@ -125,10 +105,7 @@ function feed(fake: FakeOkx, extra: Partial<OkxFeedOptions> = {}): { f: OkxFeed;
     transport: { backoffBaseMs: 20, backoffMaxMs: 50, random: () => 1 },
     ...extra,
   });
-  const events: MarketEvent[] = [];
-  f.events$.subscribe((e) => events.push(e));
-  cleanups.push(() => f.stop());
-  return { f, events };
+  return { f, events: collectEvents(f, cleanups) };
 }
 
 const keyOf = (a: { channel: string; instId?: string; instFamily?: string }): string => `${a.channel}|${a.instId ?? a.instFamily}`;

@@ -3,35 +3,17 @@
  * Expected numbers are the wire strings as JavaScript numbers, with ms -> s applied in the test; the
  * Black-76 cross-check uses src/quant (Black 1976, r = 0) as an independent reference.
  */
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { OkxDropKinds, OkxNormalizer, normalizeOkxFundingHistory, okxNormalizer, okxSettledFundingPoint } from '../../adapters/okx/normalize.js';
 import { FundingRatePushSchema, batchOkxRequests, parseOkxNumber } from '../../adapters/okx/wire.js';
-import type { NormalizeResult } from '../../adapters/types.js';
-import { MarketEventSchema, type FundingRate, type FutureQuote, type MarketEvent, type OptionQuote } from '../../src/domain/events.js';
+import type { FundingRate, FutureQuote, OptionQuote } from '../../src/domain/events.js';
 import { black76Greeks } from '../../src/quant/black76.js';
+import { clone, docsExamples, dropKind, events, fixtureLines } from '../helpers/fixtures.js';
 
-const text = (name: string): string => readFileSync(new URL(`../fixtures/okx/${name}`, import.meta.url), 'utf8');
-const lines = (name: string): Record<string, unknown>[] =>
-  text(name)
-    .split('\n')
-    .filter((l) => l.trim() !== '')
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
-const docs = (JSON.parse(text('docs-examples.json')) as { examples: Record<string, Record<string, unknown>> }).examples;
-const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const lines = (name: string): Record<string, unknown>[] => fixtureLines('okx', name);
+const docs = docsExamples('okx');
 
 const RECV = 1_700_000_000.25;
-
-function events(r: NormalizeResult): readonly MarketEvent[] {
-  if (!r.ok) throw new Error(`expected ok, got ${r.kind}: ${r.detail}`);
-  for (const ev of r.events) expect(MarketEventSchema.safeParse(ev).success).toBe(true);
-  return r.events;
-}
-
-function dropKind(r: NormalizeResult): string {
-  expect(r.ok).toBe(false);
-  return r.ok ? '' : r.kind;
-}
 
 /** The real 2026-08-04 BTC-USD index-tickers push (tardis wrapper removed). */
 const btcIndex = (lines('tardis-xperp-index-and-funding-2026-08-04.jsonl')[0] as { message: unknown }).message;
