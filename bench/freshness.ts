@@ -80,9 +80,15 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
       if (Date.now() > until) throw new Error(`BTC/USD not served within 300 s: ${(await r.text()).slice(0, 600)}`);
       await sleep(500);
     }
-    const ready = await fetch(`${url}/ready`);
+    // then every pair of the three exchanges (the bootstrap is over), or give up waiting after 5 minutes
+    const readyUntil = Date.now() + 300_000;
+    let ready = await fetch(`${url}/ready`);
+    while (ready.status !== 200 && Date.now() < readyUntil) {
+      await sleep(1_000);
+      ready = await fetch(`${url}/ready`);
+    }
     if (ready.status !== 200) notes.push(`freshness (throttle ${throttleMs} ms): measured before every pair was ready: ${(await ready.text()).slice(0, 300)}`);
-    await sleep(QUICK ? 2_000 : 5_000);
+    await sleep(QUICK ? 5_000 : 10_000);
     const polls: Poll[] = [];
     recording = true;
     const framesAtStart = framesAll;
