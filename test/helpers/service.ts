@@ -9,7 +9,9 @@ import { startService, type RunningService, type ServiceOverrides } from '../../
 
 export async function startTestService(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<RunningService> {
   // Tests connect only Deribit unless they ask for more (SOURCES): the default service connects all three.
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', SOURCES: 'DERIBIT', ...env });
+  // Overload shedding off: on a loaded test machine a stalled event loop would answer 503 to tests that are
+  // not about it (test/security/security.test.ts tests the shedding itself).
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', SOURCES: 'DERIBIT', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', ...env });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   return startService(config, logger, overrides);
 }
