@@ -411,11 +411,12 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
     if (silenced()) return;
     const t = performance.now();
     for (const family of chains.familyNames()) {
-      publishOptSummary(family, nowMs);
+      // the index first: a client joining the family's quotes with its index has it before the options
       const spec = chains.family(family)!;
       publishSimple(`index-tickers|${family}`, indexEvery, t, () =>
         indexTickerItem(family, spec.priceDecimals, view.spot(spec.underlying), statsOf(spec.underlying, nowMs), nowMs),
       );
+      publishOptSummary(family, nowMs);
     }
     for (const inst of [...chains.list('SWAP'), ...chains.list('FUTURES')]) {
       publishSimple(`mark-price|${inst.instId}`, markEvery, t, () => markPriceItem(view, inst, nowMs));

@@ -39,7 +39,7 @@ const feedOf = <T>(source: string): T => svc.feeds.find((f) => f.source === sour
 
 beforeAll(async () => {
   svc = await startTestService(
-    { SOURCES: 'OKX,BYBIT', STALE_AFTER_S: '3' },
+    { SOURCES: 'OKX,BYBIT' },
     {
       // OKX pings after 50 ms without a frame (so pings happen between pushes); Bybit every 300 ms
       okx: { pingAfterIdleMs: 50, pongTimeoutMs: 2_000, transport: { backoffBaseMs: 200, backoffMaxMs: 1_000 } },
