@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { normalizeDeribit } from '../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../streams/chainState.js';
 import { fitChain, type ChainFit } from '../streams/calibrate.js';
-import { prepareSimulatedHistory } from '../streams/simulatedHistory.js';
+import { prepareSimulatedHistory, TwinMarketPrinter } from '../streams/simulatedHistory.js';
 
 const runs = Number(process.argv[2] ?? 5);
 
@@ -30,21 +30,12 @@ function realChain(): ChainView {
   return st.view();
 }
 
-async function simulatedChain(): Promise<ChainView> {
+function simulatedChain(): ChainView {
+  // the simulator's BTC chain as printed now by the twin of a 24 h pre-run market (streams/simulatedHistory.ts)
   const now = Date.now();
-  const h = prepareSimulatedHistory({ seed: 42, hours: 24, clock: () => now, leadS: 0 });
-  let view: ChainView | null = null;
-  // the seed point of 24 h ago is the only one due with leadS 0: its BTC chain
-  h.start({
-    fit: (v) => {
-      if (v.pair.base === 'BTC') view = v;
-      return { source: v.source, pair: v.pair, observationTimestamp: v.observationTimestamp, spot: v.spot, points: [], models: [], skipped: [], calibrationMs: 0, version: v.version } as ChainFit;
-    },
-    onSnapshot: () => undefined,
-  });
-  await h.caughtUp();
-  h.stop();
-  return view!;
+  const h = prepareSimulatedHistory({ seed: 42, hours: 24, clock: () => now });
+  const steps = Math.round((now - h.startMs) / 1000 / h.spec.stepS);
+  return new TwinMarketPrinter(h.spec).viewsAt(steps).find((v) => v.pair.base === 'BTC')!;
 }
 
 const q = (xs: number[], p: number) => {
@@ -78,4 +69,4 @@ function report(name: string, view: ChainView): void {
 
 console.log(`node ${process.version}, ${cpus().length} cpus (${cpus()[0]?.model}), load ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
 report('real Deribit BTC 2026-05-26 19:27Z', realChain());
-report('simulated Deribit BTC (seed 42)', await simulatedChain());
+report('simulated Deribit BTC (seed 42)', simulatedChain());

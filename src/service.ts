@@ -121,7 +121,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
   const history = surfaceHistoryFor(cache);
-  simHistory?.start({ fit: (view) => worker.fit(view, 'history'), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
+  simHistory?.start({ fitAt: (spec, step) => worker.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
   const pipelines = startPipelines(events$, {
     cache,
     fit: (view) => worker.fit(view),

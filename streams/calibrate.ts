@@ -35,6 +35,7 @@ import {
   type FitDiagnostics,
   type ForwardCurveSnapshot,
   type ForwardPoint,
+  type IvSummary,
   type SmileQuote,
   type SurfaceArbitrage,
   type SurfaceSnapshot,
@@ -57,6 +58,7 @@ import { calibrateVannaVolga, vannaVolgaSmile, vannaVolgaWingStrikes, type Vanna
 import { checkSmileDensity } from '../src/quant/smileArbitrage.js';
 import { ForwardCurve } from '../src/quant/forwardCurve.js';
 import { deltaStrikes } from '../src/quant/smileFigures.js';
+import { summarizeParts } from '../src/cache/history.js';
 import type { VolSurface } from '../src/quant/surface.js';
 import type { ChainView } from './chainState.js';
 
@@ -85,6 +87,8 @@ export interface ModelFit {
   readonly calibrationMs: number;
   /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
   readonly arbitrage?: SurfaceArbitrage;
+  /** The iVSummary figures of the served surface, computed in the worker (absent: computed on first use). */
+  readonly summary?: IvSummary;
 }
 
 /**
@@ -659,7 +663,13 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     }
     return true;
   });
-  const models = VOLATILITY_MODELS.map((m) => fitModel(m, eligible, obs, memory, options));
+  // The iVSummary figures here too, off the main thread: the same VolSurface and ForwardCurve as buildSnapshots.
+  const curve = new ForwardCurve(spot, points);
+  const models = VOLATILITY_MODELS.map((m): ModelFit => {
+    const mf = fitModel(m, eligible, obs, memory, options);
+    if (mf.slices.length === 0) return mf;
+    return { ...mf, summary: summarizeParts(obs, mf.slices, buildModelSurface(m, mf.slices), curve) };
+  });
   return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, models, skipped, calibrationMs: performance.now() - t0, version: view.version };
 }
 
@@ -686,6 +696,14 @@ export class ChainFitter {
 
 // ---------------------------------------------------------------------------------------------
 // Snapshots (main thread)
+
+function freezeSummary(s: IvSummary): IvSummary {
+  return Object.freeze({
+    observationTimestamp: s.observationTimestamp,
+    listed: Object.freeze(s.listed.map((e) => Object.freeze({ ...e }))),
+    constMat: Object.freeze(s.constMat.map((e) => Object.freeze({ ...e }))),
+  });
+}
 
 function freezeSlice(s: ExpirySlice): ExpirySlice {
   return Object.freeze({
@@ -731,6 +749,7 @@ export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResu
         sequence,
         ...(mf.arbitrage ? { arbitrage: Object.freeze({ ...mf.arbitrage, counts: Object.freeze({ ...mf.arbitrage.counts }) }) } : {}),
         skipped: Object.freeze([...fit.skipped, ...mf.skipped].map((x) => Object.freeze({ ...x }))),
+        ...(mf.summary ? { summary: freezeSummary(mf.summary) } : {}),
       }),
     );
   }

@@ -8,9 +8,10 @@
 import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
 import type { ChainView } from './chainState.js';
+import type { HistorySpec } from './simulatedHistory.js';
 
 interface Pending {
-  resolve: (fit: ChainFit) => void;
+  resolve: (result: ChainFit | ChainFit[]) => void;
   reject: (err: Error) => void;
 }
 
@@ -28,11 +29,12 @@ export class CalibrationWorker {
       workerData: { entry: new URL('./calibrationWorker.ts', import.meta.url).href, fitOptions: this.fitOptions },
       name: 'calibration',
     });
-    w.on('message', (msg: { id: number; fit?: ChainFit; error?: string }) => {
+    w.on('message', (msg: { id: number; fit?: ChainFit; fits?: ChainFit[]; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (!p) return;
       this.pending.delete(msg.id);
       if (msg.fit) p.resolve(msg.fit);
+      else if (msg.fits) p.resolve(msg.fits);
       else p.reject(new Error(msg.error ?? 'calibration worker error'));
     });
     const fail = (err: Error): void => {
@@ -51,12 +53,24 @@ export class CalibrationWorker {
    * @throws Error (rejected promise) when the worker fails or the pool is closed
    */
   fit(view: ChainView, namespace?: string): Promise<ChainFit> {
+    return this.request({ view, ...(namespace ? { namespace } : {}) }) as Promise<ChainFit>;
+  }
+
+  /**
+   * Print step `step` of the simulated history `spec` and fit every pair, in the worker (streams/simulatedHistory.ts).
+   * @throws Error (rejected promise) when the worker fails or the pool is closed
+   */
+  fitHistory(spec: HistorySpec, step: number): Promise<ChainFit[]> {
+    return this.request({ history: { spec, step } }) as Promise<ChainFit[]>;
+  }
+
+  private request(body: Record<string, unknown>): Promise<ChainFit | ChainFit[]> {
     if (this.closed) return Promise.reject(new Error('calibration worker closed'));
     this.worker ??= this.spawn();
     const id = this.nextId++;
-    return new Promise<ChainFit>((resolve, reject) => {
+    return new Promise<ChainFit | ChainFit[]>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker!.postMessage({ id, view, ...(namespace ? { namespace } : {}) });
+      this.worker!.postMessage({ id, ...body });
     });
   }
 

@@ -12,8 +12,10 @@
  *    server's) is printed as the simulated exchange prints it at t: every option's and future's ticker
  *    (optionTicker/futureTicker: mark IV rounded to 0.01 %, bid/ask on the tick) and the indices, as Deribit
  *    JSON-RPC notifications, normalized by the real Deribit normalizer into a ChainState, and calibrated by the
- *    same fitChain as the live data (in the calibration worker, memory namespace 'history'). The SVI, SABR and
- *    Vanna-Volga snapshots go to the 24 h history (src/cache/history.ts), not to the cache.
+ *    same fitChain as the live data, memory namespace 'history'. The twin and the printing live in the
+ *    calibration worker ({@link TwinMarketPrinter}), like the fits, so that the thread serving REST only builds
+ *    the snapshots. The SVI, SABR and Vanna-Volga snapshots go to the 24 h history (src/cache/history.ts), not
+ *    to the cache.
  * 3. Just in time. A seed point of time t is calibrated `leadS` before the live service first needs it, at
  *    t + 24 h (the 24 h change at time t' reads the point nearest t' - 24 h): at start only the
  *    points from now - 24 h to now - 24 h + leadS (3 points per pair with the defaults), then one per pair
@@ -33,7 +35,87 @@ import { DeribitChains } from '../adapters/simulator/chains.js';
 import { futureTicker, indexData, notification, optionTicker, type SettlementMemory } from '../adapters/simulator/deribitMessages.js';
 import { Rng } from '../adapters/simulator/rng.js';
 import { ChainState, type ChainView } from './chainState.js';
-import { buildSnapshots, type ChainFit } from './calibrate.js';
+import { buildSnapshots, type ChainFit, type ChainFitter } from './calibrate.js';
+
+/** Which history: the market seed, its start (Unix ms, now - hours) and its step (seconds). */
+export interface HistorySpec {
+  readonly seed: number;
+  readonly startMs: number;
+  readonly stepS: number;
+}
+
+/**
+ * The twin market of a history and its Deribit listing, printed at step n (time startMs + n stepS): every
+ * option's and future's ticker and the indices as the simulated Deribit prints them, normalized by the Deribit
+ * normalizer into one ChainView per pair. Steps only forward (a request for an earlier step than the last one
+ * printed throws). Runs in the calibration worker.
+ */
+export class TwinMarketPrinter {
+  private readonly market: Market;
+  private readonly chains: DeribitChains;
+  private readonly rng: Rng;
+  private readonly memory: SettlementMemory = new Map();
+  private simMs: number;
+  private step = 0;
+
+  constructor(readonly spec: HistorySpec) {
+    this.simMs = spec.startMs;
+    this.market = new Market({ seed: spec.seed, clock: () => this.simMs });
+    this.chains = new DeribitChains(this.market);
+    this.rng = Rng.derive(spec.seed, 'history:quotes');
+  }
+
+  /**
+   * The chain views of every Deribit pair at step `n` (>= the last step printed).
+   * @throws RangeError for an earlier step
+   */
+  viewsAt(n: number): ChainView[] {
+    const { startMs, stepS } = this.spec;
+    if (n < this.step) throw new RangeError(`TwinMarketPrinter: step ${n} is before the current step ${this.step}`);
+    while (this.step < n) {
+      this.step++;
+      this.simMs = startMs + this.step * stepS * 1000;
+      this.market.step(stepS);
+      this.chains.refresh(this.simMs);
+    }
+    const tMs = startMs + n * stepS * 1000;
+    this.simMs = tMs;
+    const states = new Map<string, ChainState>();
+    const apply = (raw: unknown): void => {
+      const r = normalizeDeribit(raw, tMs / 1000);
+      if (!r.ok) return;
+      for (const e of r.events as readonly MarketEvent[]) {
+        if (e.kind !== 'option' && e.kind !== 'future' && e.kind !== 'index') continue;
+        const key = pairKey(e.source, e);
+        let st = states.get(key);
+        if (!st) states.set(key, (st = new ChainState(e.source, { base: e.base, quote: e.quote })));
+        st.apply(e);
+      }
+    };
+    const indices = new Map<string, { u: Parameters<typeof indexData>[2]; dp: number }>();
+    for (const inst of this.chains.all()) {
+      indices.set(inst.product.priceIndex, { u: inst.underlying, dp: inst.product.priceDecimals });
+      const data = inst.kind === 'option' ? optionTicker(this.market, inst, tMs, this.rng, this.memory) : futureTicker(this.market, inst, tMs, this.rng, this.memory);
+      apply(notification(`ticker.${inst.name}.100ms`, data));
+    }
+    for (const [name, x] of indices) apply(notification(`deribit_price_index.${name}`, indexData(this.market, name, x.u, x.dp, tMs)));
+    return [...states.values()].map((st) => st.view());
+  }
+}
+
+/**
+ * Print and fit step `n` of a history on this thread (the calibration worker does this; tests too): one
+ * TwinMarketPrinter per spec, fits with `fitter` in memory namespace 'history'.
+ */
+export function historyFitter(fitter: ChainFitter): (spec: HistorySpec, n: number) => ChainFit[] {
+  const printers = new Map<string, TwinMarketPrinter>();
+  return (spec, n) => {
+    const key = `${spec.seed}:${spec.startMs}:${spec.stepS}`;
+    let p = printers.get(key);
+    if (!p) printers.set(key, (p = new TwinMarketPrinter(spec)));
+    return p.viewsAt(n).map((v) => fitter.fit(v, 'history'));
+  };
+}
 
 /** Options of {@link prepareSimulatedHistory}. */
 export interface SimulatedHistoryOptions {
@@ -53,8 +135,11 @@ export interface SimulatedHistoryOptions {
 
 /** What {@link SimulatedHistory.start} needs. */
 export interface SeedingTarget {
-  /** Fits a seed chain (the calibration worker with namespace 'history'). */
-  readonly fit: (view: ChainView) => ChainFit | Promise<ChainFit>;
+  /**
+   * Prints and fits step `n` of the history `spec`: one fit per pair (the calibration worker's `fitHistory`,
+   * or {@link historyFitter} on this thread).
+   */
+  readonly fitAt: (spec: HistorySpec, n: number) => readonly ChainFit[] | Promise<readonly ChainFit[]>;
   /** Receives every snapshot built from a seed fit (the history's `record`). */
   readonly onSnapshot: (s: SurfaceSnapshot) => void;
   readonly logger?: Pick<Logger, 'info' | 'warn'>;
@@ -74,6 +159,8 @@ export interface SeedingProgress {
 export interface SimulatedHistory {
   /** The Market to give the simulator: stepped from now - hours to now, on the real clock from now on. */
   readonly market: Market;
+  /** The history's seed, start and step (what the twin needs). */
+  readonly spec: HistorySpec;
   /** Unix ms of the start of the history (now - hours). */
   readonly startMs: number;
   /** Start the just-in-time seeding (idempotent). */
@@ -83,13 +170,6 @@ export interface SimulatedHistory {
   progress(): SeedingProgress;
   /** Stop seeding (pending timers cleared). */
   stop(): void;
-}
-
-/** A Market on a settable clock: `atMs` while set, the real clock once released. */
-function marketAt(seed: number, startMs: number, realClock: () => number): { market: Market; set(ms: number | null): void } {
-  let simMs: number | null = startMs;
-  const market = new Market({ seed, clock: () => simMs ?? realClock() });
-  return { market, set: (ms) => (simMs = ms) };
 }
 
 /**
@@ -107,56 +187,20 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
   const nowMs = clock();
   const nSteps = Math.round((hours * 3600) / stepS);
   const startMs = nowMs - nSteps * stepS * 1000;
+  const spec: HistorySpec = { seed: opts.seed, startMs, stepS };
 
-  // 1. The simulator's market: stepped through the history, then released to the real clock.
-  const live = marketAt(opts.seed, startMs, clock);
+  // The simulator's market: the same construction as the twin's (TwinMarketPrinter), stepped through the
+  // history, then released to the real clock.
+  let simMs: number | null = startMs;
+  const market = new Market({ seed: opts.seed, clock: () => simMs ?? clock() });
   for (let i = 1; i <= nSteps; i++) {
-    live.set(startMs + i * stepS * 1000);
-    live.market.step(stepS);
+    simMs = startMs + i * stepS * 1000;
+    market.step(stepS);
   }
-  live.set(null);
+  simMs = null;
 
-  // 2. The twin, stepped lazily to each seed time.
-  const twin = marketAt(opts.seed, startMs, clock);
-  const chains = new DeribitChains(twin.market);
-  const rng = Rng.derive(opts.seed, 'history:quotes');
-  const memory: SettlementMemory = new Map();
-  let twinStep = 0;
   const stepsPerPoint = everyS / stepS;
   const total = nSteps / stepsPerPoint + 1;
-
-  /** The chain views of every pair at twin step `n` (the market advanced to it first). */
-  const viewsAt = (n: number): ChainView[] => {
-    while (twinStep < n) {
-      twinStep++;
-      twin.set(startMs + twinStep * stepS * 1000);
-      twin.market.step(stepS);
-      chains.refresh(startMs + twinStep * stepS * 1000);
-    }
-    const tMs = startMs + n * stepS * 1000;
-    twin.set(tMs);
-    const states = new Map<string, ChainState>();
-    const apply = (raw: unknown): void => {
-      const r = normalizeDeribit(raw, tMs / 1000);
-      if (!r.ok) return;
-      for (const e of r.events as readonly MarketEvent[]) {
-        if (e.kind !== 'option' && e.kind !== 'future' && e.kind !== 'index') continue;
-        const key = pairKey(e.source, e);
-        let st = states.get(key);
-        if (!st) states.set(key, (st = new ChainState(e.source, { base: e.base, quote: e.quote })));
-        st.apply(e);
-      }
-    };
-    const indices = new Map<string, { u: Parameters<typeof indexData>[2]; dp: number }>();
-    for (const inst of chains.all()) {
-      indices.set(inst.product.priceIndex, { u: inst.underlying, dp: inst.product.priceDecimals });
-      const data = inst.kind === 'option' ? optionTicker(twin.market, inst, tMs, rng, memory) : futureTicker(twin.market, inst, tMs, rng, memory);
-      apply(notification(`ticker.${inst.name}.100ms`, data));
-    }
-    for (const [name, x] of indices) apply(notification(`deribit_price_index.${name}`, indexData(twin.market, name, x.u, x.dp, tMs)));
-    return [...states.values()].map((s) => s.view());
-  };
-
   let started = false;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
@@ -179,22 +223,21 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
     try {
       while (!stopped && points < total && dueAt(points) <= clock()) {
         const j = points;
-        const views = viewsAt(j * stepsPerPoint);
-        for (const view of views) {
+        try {
+          const fits = await target.fitAt(spec, j * stepsPerPoint);
           if (stopped) return;
-          try {
-            const fit = await target.fit(view);
-            const key = `${view.source}:${view.pair.base}/${view.pair.quote}`;
+          for (const fit of fits) {
+            const key = `${fit.source}:${fit.pair.base}/${fit.pair.quote}`;
             const seq = (sequences.get(key) ?? 0) + 1;
             sequences.set(key, seq);
             for (const s of buildSnapshots(fit, seq).surfaces) target.onSnapshot(s);
-          } catch (err) {
-            target.logger?.warn({ err: (err as Error).message, pair: `${view.pair.base}/${view.pair.quote}` }, 'simulated history: a seed fit failed; that point is missing');
           }
+          if (j === 0) target.logger?.info({ atS: startMs / 1000, pairs: fits.length }, 'simulated history: first 24 h reference point calibrated');
+        } catch (err) {
+          target.logger?.warn({ err: (err as Error).message, step: j * stepsPerPoint }, 'simulated history: a seed point failed; it is missing');
         }
         points = j + 1;
         newestS = (startMs + j * everyS * 1000) / 1000;
-        if (points === 1) target.logger?.info({ atS: newestS, pairs: views.length }, 'simulated history: first 24 h reference point calibrated');
       }
     } finally {
       idle = true;
@@ -207,7 +250,8 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
   };
 
   return {
-    market: live.market,
+    market,
+    spec,
     startMs,
     start(target) {
       if (started || stopped) return;

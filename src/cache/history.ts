@@ -24,10 +24,10 @@
  */
 import type { Subscription } from 'rxjs';
 import { CONST_MAT_DAYS } from '../quant/forwardCurve.js';
-import { smileFigures, type SmileFigures } from '../quant/smileFigures.js';
+import { smileFigures } from '../quant/smileFigures.js';
 import type { Pair, Source } from '../domain/markets.js';
 import type { MarketCache } from './marketCache.js';
-import { surfaceKey, type SurfaceSnapshot, type VolatilityModel } from './snapshot.js';
+import { surfaceKey, type ForwardCurveView, type IvSummary, type IvSummaryEntry, type SurfaceSnapshot, type SurfaceView, type VolatilityModel } from './snapshot.js';
 
 /** Constant maturities of the volatility summary (interface-spec "constMat (volatility summary)"). */
 export const IV_SUMMARY_CONST_MATS = ['1W', '2W', '1M', '2M', '3M', '6M', '9M'] as const;
@@ -41,48 +41,48 @@ export const DIFF_TOLERANCE_S = 1800;
 const YEAR_S = 365 * 86400;
 const SMALLEST_T = 1 / YEAR_S;
 
-/** Figures of one listed expiry or constant maturity. */
-export interface IvSummaryEntry extends SmileFigures {
-  /** Expiry (listed) or observationTimestamp + days · 86400 (constant maturity), Unix seconds. */
-  readonly expirationTimestamp: number;
-  /** The constant-maturity label (constant-maturity entries only). */
-  readonly constMat?: IvSummaryConstMat;
-}
-
-/** The summary of one surface snapshot. */
-export interface IvSummary {
-  readonly observationTimestamp: number;
-  /** One entry per listed (fitted) expiry, sorted by expiry. */
-  readonly listed: readonly IvSummaryEntry[];
-  /** One entry per constant maturity, in IV_SUMMARY_CONST_MATS order. */
-  readonly constMat: readonly IvSummaryEntry[];
-}
+export type { IvSummary, IvSummaryEntry };
 
 const memo = new WeakMap<SurfaceSnapshot, IvSummary>();
 
 /**
- * The iVSummary figures of a snapshot (module docstring). Pure; memoized per snapshot object (snapshots are
- * immutable), so repeated requests on one snapshot cost nothing.
+ * The iVSummary figures of a surface given by its parts (module docstring): the listed slices (expiry, T,
+ * forward), the surface and forward curve, the observation time. Pure and deterministic (the calibration worker
+ * computes it with the same VolSurface and ForwardCurve the main thread builds from the same inputs).
  */
-export function summarizeSurface(snap: SurfaceSnapshot): IvSummary {
-  const hit = memo.get(snap);
-  if (hit) return hit;
-  const obs = snap.observationTimestamp;
-  const listed = snap.slices.map((s): IvSummaryEntry => {
+export function summarizeParts(
+  observationTimestamp: number,
+  slices: ReadonlyArray<{ readonly expirationTimestamp: number; readonly T: number; readonly forward: number }>,
+  surface: SurfaceView,
+  forwardCurve: ForwardCurveView,
+): IvSummary {
+  const obs = observationTimestamp;
+  const listed = slices.map((s): IvSummaryEntry => {
     const T = Math.max(s.T, SMALLEST_T);
-    return Object.freeze({ expirationTimestamp: s.expirationTimestamp, ...smileFigures((K) => snap.surface.impliedVol(T, K, s.forward), s.forward, T) });
+    return Object.freeze({ expirationTimestamp: s.expirationTimestamp, ...smileFigures((K) => surface.impliedVol(T, K, s.forward), s.forward, T) });
   });
   const constMat = IV_SUMMARY_CONST_MATS.map((label): IvSummaryEntry => {
     const days = CONST_MAT_DAYS[label];
     const T = days / 365;
-    const F = snap.forwardCurve.forward(T);
-    return Object.freeze({ expirationTimestamp: obs + days * 86400, constMat: label, ...smileFigures((K) => snap.surface.impliedVol(T, K, F), F, T) });
+    const F = forwardCurve.forward(T);
+    return Object.freeze({ expirationTimestamp: obs + days * 86400, constMat: label, ...smileFigures((K) => surface.impliedVol(T, K, F), F, T) });
   });
-  const out: IvSummary = Object.freeze({
+  return Object.freeze({
     observationTimestamp: obs,
     listed: Object.freeze([...listed].sort((a, b) => a.expirationTimestamp - b.expirationTimestamp)),
     constMat: Object.freeze(constMat),
   });
+}
+
+/**
+ * The iVSummary figures of a snapshot: the one the calibration worker computed (`snap.summary`), else computed
+ * here by {@link summarizeParts} and memoized per snapshot object (snapshots are immutable).
+ */
+export function summarizeSurface(snap: SurfaceSnapshot): IvSummary {
+  if (snap.summary) return snap.summary;
+  const hit = memo.get(snap);
+  if (hit) return hit;
+  const out = summarizeParts(snap.observationTimestamp, snap.slices, snap.surface, snap.forwardCurve);
   memo.set(snap, out);
   return out;
 }

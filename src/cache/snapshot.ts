@@ -4,6 +4,7 @@
  * (../shared/design.md). Times are Unix seconds; IVs fractions; prices in the pair's quote currency.
  */
 import type { Pair, Source } from '../domain/markets.js';
+import type { SmileFigures } from '../quant/smileFigures.js';
 
 /** Volatility models of the spec; all three are calibrated on every recalibration (streams/calibrate.ts). */
 export const VOLATILITY_MODELS = ['SVI', 'SABR', 'VANNA_VOLGA'] as const;
@@ -148,6 +149,23 @@ export interface ExpirySlice {
   readonly quotes: readonly SmileQuote[];
 }
 
+/** iVSummary figures of one listed expiry or constant maturity (src/quant/smileFigures.ts; fractions, null = no strike). */
+export interface IvSummaryEntry extends SmileFigures {
+  /** Expiry (listed) or observationTimestamp + days · 86400 (constant maturity), Unix seconds. */
+  readonly expirationTimestamp: number;
+  /** The constant-maturity label 1W..9M (constant-maturity entries only). */
+  readonly constMat?: '1W' | '2W' | '1M' | '2M' | '3M' | '6M' | '9M';
+}
+
+/** The iVSummary figures of one surface snapshot (src/cache/history.ts summarizeSurface). */
+export interface IvSummary {
+  readonly observationTimestamp: number;
+  /** One entry per listed (fitted) expiry, sorted by expiry. */
+  readonly listed: readonly IvSummaryEntry[];
+  /** One entry per constant maturity, 1W..9M in order. */
+  readonly constMat: readonly IvSummaryEntry[];
+}
+
 /** A calibrated surface of one (source, pair, model). */
 export interface SurfaceSnapshot {
   readonly source: Source;
@@ -168,6 +186,8 @@ export interface SurfaceSnapshot {
   readonly arbitrage?: SurfaceArbitrage;
   /** Listed expiries this model could not serve, and why. */
   readonly skipped?: ReadonlyArray<{ readonly expirationTimestamp: number; readonly reason: string }>;
+  /** The iVSummary figures, computed in the calibration worker (absent: computed on first use). */
+  readonly summary?: IvSummary;
 }
 
 /** Listed point of a forward curve. */

@@ -91,9 +91,10 @@ describe('replay of real recorded Deribit input', () => {
       const svc = await replay(file);
       const out = svc.cache
         .allSurfaces()
-        .sort((a, b) => a.pair.base.localeCompare(b.pair.base))
+        .sort((a, b) => a.pair.base.localeCompare(b.pair.base) || a.model.localeCompare(b.model))
         .map((s) => ({
           pair: `${s.pair.base}/${s.pair.quote}`,
+          model: s.model,
           obs: s.observationTimestamp,
           spot: s.spot,
           slices: s.slices.map((x) => ({ e: x.expirationTimestamp, F: x.forward, p: x.params, n: x.fit.quotesUsed, rmse: x.fit.rmseVolPts })),
@@ -105,7 +106,7 @@ describe('replay of real recorded Deribit input', () => {
     };
     const a = await params(TICKERS_2021);
     const b = await params(TICKERS_2021);
-    expect(a.map((x) => x.pair)).toEqual(['BTC/USD', 'ETH/USD']);
+    expect(a.map((x) => `${x.pair} ${x.model}`)).toEqual(['BTC/USD', 'ETH/USD'].flatMap((p) => ['SABR', 'SVI', 'VANNA_VOLGA'].map((m) => `${p} ${m}`)));
     expect(a.every((x) => x.slices.length > 0)).toBe(true);
     expect(b).toEqual(a);
     const c = await params(CHAIN_1927);

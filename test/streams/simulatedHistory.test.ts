@@ -1,11 +1,12 @@
 /**
  * The simulated market's 24 h history (streams/simulatedHistory.ts) on a fake clock: the pre-run market the
- * simulator serves is the end of the same path the seed chains are printed from (same seed, same steps), seed
+ * simulator serves is the end of the same path the seed chains are printed from (same seed, same steps: the
+ * twin printer of the calibration worker), seed
  * points are calibrated just in time (only those the 24 h changes need), and the seed chains are real Deribit
  * tickers of the simulated listing calibrated by the service's own fitChain into the history.
  */
 import { describe, expect, it } from 'vitest';
-import { prepareSimulatedHistory } from '../../streams/simulatedHistory.js';
+import { historyFitter, prepareSimulatedHistory, TwinMarketPrinter, type HistorySpec, type SeedingTarget } from '../../streams/simulatedHistory.js';
 import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { SurfaceHistory } from '../../src/cache/history.js';
@@ -13,11 +14,14 @@ import { Market } from '../../adapters/simulator/market.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 3, 17);
 
-/** A fit that records the view and fits nothing (fast). */
-function recorder(views: ChainView[]): (v: ChainView) => ChainFit {
-  return (v) => {
-    views.push(v);
-    return { source: v.source, pair: v.pair, observationTimestamp: v.observationTimestamp, spot: v.spot, points: [], models: [], skipped: [], calibrationMs: 0, version: v.version };
+/** Prints each requested step with a twin printer, records the views and fits nothing (fast). */
+function recorder(views: ChainView[]): SeedingTarget['fitAt'] {
+  let printer: TwinMarketPrinter | null = null;
+  return (spec: HistorySpec, n: number) => {
+    printer ??= new TwinMarketPrinter(spec);
+    const vs = printer.viewsAt(n);
+    views.push(...vs);
+    return vs.map((v): ChainFit => ({ source: v.source, pair: v.pair, observationTimestamp: v.observationTimestamp, spot: v.spot, points: [], models: [], skipped: [], calibrationMs: 0, version: v.version }));
   };
 }
 
@@ -33,7 +37,7 @@ describe('prepareSimulatedHistory', () => {
     // move the clock a day on, then every point is due
     clock = NOW + 24 * 3600_000;
     const all: ChainView[] = [];
-    h.start({ fit: recorder(all), onSnapshot: () => undefined });
+    h.start({ fitAt: recorder(all), onSnapshot: () => undefined });
     await h.caughtUp();
     h.stop();
     // 5 seed times (every 15 minutes, both ends; the market stepped every 5) x 4 Deribit pairs
@@ -58,7 +62,7 @@ describe('prepareSimulatedHistory', () => {
   it('seeds just in time: with 24 h of history only the points needed in the next 10 minutes are calibrated at start', async () => {
     const h = prepareSimulatedHistory({ seed: 3, hours: 24, clock: () => NOW });
     const views: ChainView[] = [];
-    h.start({ fit: recorder(views), onSnapshot: () => undefined });
+    h.start({ fitAt: recorder(views), onSnapshot: () => undefined });
     await h.caughtUp();
     // now - 24 h, + 5 min, + 10 min
     expect(h.progress()).toMatchObject({ points: 3, total: 289 });
@@ -70,8 +74,7 @@ describe('prepareSimulatedHistory', () => {
     const clock = NOW;
     const h = prepareSimulatedHistory({ seed: 42, hours: 24, clock: () => clock, leadS: 0 });
     const history = new SurfaceHistory();
-    const fitter = new ChainFitter();
-    h.start({ fit: (v) => fitter.fit(v, 'history'), onSnapshot: (s) => history.record(s) });
+    h.start({ fitAt: historyFitter(new ChainFitter()), onSnapshot: (s) => history.record(s) });
     await h.caughtUp();
     h.stop();
     expect(h.progress().points).toBe(1);
