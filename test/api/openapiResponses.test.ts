@@ -83,7 +83,7 @@ function check(method: string, url: string, status: number, body: unknown): stri
 }
 
 beforeAll(async () => {
-  svc = await startTestService({ CALIBRATION_THROTTLE_MS: '400' });
+  svc = await startTestService({ SOURCES: 'DERIBIT', CALIBRATION_THROTTLE_MS: '500' });
   B = svc.url;
   await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 60_000, '/ready 200');
   doc = (await http('GET', `${B}/openapi.json`)).body;

@@ -23,8 +23,9 @@ async function scrapeHttp() {
 }
 
 beforeAll(async () => {
+  // Deribit only (the feed series are checked on it), calibrating every 0.4 s at most: light on a 2-core CI box
   svc = await startTestService(
-    {},
+    { SOURCES: 'DERIBIT', CALIBRATION_THROTTLE_MS: '400' },
     {
       simulator: { heartbeatMsPerS: 100 },
       deribit: { heartbeatIntervalS: 10, silenceTimeoutMs: 3_000, transport: { backoffBaseMs: 100, backoffMaxMs: 500 } },
