@@ -16,6 +16,20 @@ import { KafkaPublisher } from './publisher.js';
 import { KafkaReplica } from '../replica/replica.js';
 import { parseBrokers, type KafkaRoleConfig } from './config.js';
 import type { KafkaLogger } from './topics.js';
+import { restoreSurfaceHistory } from '../replica/history.js';
+import { surfaceHistoryFor } from '../cache/history.js';
+
+/**
+ * Restore the last 25 h of the `surface-history` topic into the cache's 24 h history (src/cache/history.ts), in the
+ * background, so that GET iVSummary has its 24 h changes right after a restart (issue 4). A failure only leaves them
+ * null until the service has 24 h of its own history.
+ */
+function restoreIvHistory(source: Parameters<typeof restoreSurfaceHistory>[0], cache: MarketCache, logger: KafkaLogger): void {
+  const history = surfaceHistoryFor(cache);
+  restoreSurfaceHistory(source, cache.clock.now() - 25 * 3600, (s) => history.record(s)).catch((err: unknown) => {
+    logger.warn({ err: (err as Error).message }, 'surface history restore from kafka failed; iVSummary 24 h changes stay null until the service has 24 h of history');
+  });
+}
 
 /** Kafka parts of a running service. */
 export interface KafkaWiring {
@@ -47,6 +61,7 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
   if (config.ROLE === 'api') {
     if (!brokers) throw new Error('ROLE=api needs KAFKA_BROKERS');
     const replica = new KafkaReplica({ ...common, brokers, cache, logger: logger.child({ component: 'kafka-replica' }) }).start();
+    restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
     logger.info({ brokers, prefix: common.prefix }, 'ROLE=api: serving REST from Kafka (no exchange connection)');
     return { role: config.ROLE, publisher: null, replica, close: () => replica.close() };
   }
@@ -61,6 +76,7 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
     },
   }).start(cache.updates$);
   logger.info({ brokers, prefix: common.prefix, role: config.ROLE }, 'publishing to Kafka');
+  if (config.ROLE === 'all') restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
   return {
     role: config.ROLE,
     publisher,
