@@ -136,9 +136,12 @@ describe('simulated OKX and Bybit end to end', () => {
       expect(r.status).toBe(200);
       expect(r.body.constMatYields).toHaveLength(9);
       const curve = svc.cache.getForwardCurve(p.source, { base: p.base, quote: p.quote })!;
-      for (const pt of curve.points.filter((x) => x.T > 7 / 365)) {
+      const far = curve.points.filter((x) => x.T > 30 / 365);
+      expect(far.length).toBeGreaterThanOrEqual(1); // SOL lists one expiry beyond a month, BTC and ETH several
+      for (const pt of far) {
         const y = (pt.forward / curve.spot - 1) / pt.T;
-        // the exchange's annualized basis at T (forward printed to 2 decimals, index moving between prints)
+        // the exchange's annualized basis at T (the forward and the index are printed at different instants
+        // and the market moves between them: a few bp of spot, a fraction of a percent a year of basis at T > 30 days)
         expect(Math.abs(y - views[p.source].annualizedBasis(p.base, pt.T))).toBeLessThan(0.01);
       }
       const fy = r.body.fixedYields as Array<{ value: number }>;
