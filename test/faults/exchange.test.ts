@@ -190,7 +190,9 @@ describe('exchange faults through the simulator and the service', () => {
     try {
       await waitFor(() => crossed > 200 && zeroed > 10, 20_000, 'crossed and zero quotes sent');
       await nextSurfaces(3);
-      expect(dropped('bad-ticker')).toBeGreaterThanOrEqual(badBefore + zeroed - 5);
+      // every zeroed ticker written so far is counted once the service has read it (frames may be in flight)
+      const written = zeroed;
+      await waitFor(() => dropped('bad-ticker') >= badBefore + written, 20_000, 'zero-IV tickers counted as bad-ticker');
       const snap = surface();
       for (const s of snap.slices) {
         for (const v of Object.values(s.params)) expect(Number.isFinite(v as number)).toBe(true);
