@@ -8,7 +8,7 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { MarketCache } from '../cache/marketCache.js';
 import { installErrorHandling } from './errors.js';
 import { registerOpenApi } from './plugins/openapi.js';
-import { installMonitoring } from './plugins/monitoring.js';
+import { installMonitoring, withRejectionMetrics } from './plugins/monitoring.js';
 import type { Monitoring } from '../metrics/monitoring.js';
 import { securityPlugin, type SecurityOptions } from './plugins/security.js';
 import { fundingRoutes } from './routes/funding.js';
@@ -52,7 +52,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
-  await app.register(securityPlugin, opts.security ?? {});
+  await app.register(securityPlugin, withRejectionMetrics(opts.security ?? {}, opts.monitoring));
   // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
   app.removeContentTypeParser('text/plain');
   // OpenAPI (/openapi.json, /docs) and monitoring before the routes: they hook onRoute and onResponse.

@@ -111,6 +111,7 @@ export class ServiceMetrics {
   private readonly violations: Counter<'source' | 'pair' | 'model'>;
   private readonly skipped: Counter<'source' | 'pair' | 'reason'>;
   private readonly cacheUpdates: Counter<'type'>;
+  private readonly rejected: Counter<'reason'>;
   private readonly kafkaLatency: Histogram<string>;
   private readonly subscription: Subscription;
   /** Cumulative values already added to each counter, by series key. */
@@ -333,6 +334,13 @@ export class ServiceMetrics {
       registers,
     });
 
+    this.rejected = new Counter({
+      name: 'volsurf_http_rejected_total',
+      help: 'Requests refused by the protection layer (src/api/plugins/security.ts): unauthorized (401), rate-limited (429), overloaded (503)',
+      labelNames: ['reason'],
+      registers,
+    });
+
     // ------------------------------------------------------------------ Kafka
     const publisherStats = (): PublisherStats | null => opts.publisher?.()?.stats() ?? null;
     new Gauge({
@@ -403,6 +411,11 @@ export class ServiceMetrics {
   /** Record one REST response: route pattern (or {@link UNMATCHED_ROUTE}), method, status, seconds. */
   observeHttp(method: string, route: string | undefined, statusCode: number, seconds: number): void {
     this.httpDuration.observe({ method, route: route ?? UNMATCHED_ROUTE, status_code: String(statusCode) }, seconds);
+  }
+
+  /** Record a request refused by the security plugin (its `onReject` hook): `unauthorized`, `rate-limited`, `overloaded`. */
+  observeRejection(reason: string): void {
+    this.rejected.inc({ reason });
   }
 
   /** Record one chain calibration (streams/pipeline.ts onCalibrated): expiries left out, by reason. */

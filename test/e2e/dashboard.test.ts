@@ -246,6 +246,20 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', () => {
     await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard.png'), fullPage: true });
   });
 
+  it('the API docs at /docs render every documented operation in the browser (under the service CSP)', async () => {
+    const doc = (await http('GET', `${B}/openapi.json`)).body;
+    const ops = Object.values(doc.paths as Record<string, object>).reduce((n, item) => n + Object.keys(item).length, 0);
+    const docs = await page.context().newPage();
+    const errors: string[] = [];
+    docs.on('pageerror', (e) => errors.push(e.message));
+    await docs.goto(`${B}/docs`);
+    await docs.waitForSelector('.opblock', { timeout: 20_000 });
+    expect(await docs.locator('.opblock').count()).toBe(ops);
+    expect(await docs.locator('.info .title').textContent()).toMatch(/Vol-surface service/);
+    expect(errors).toEqual([]);
+    await docs.close();
+  });
+
   it('switching the pair re-subscribes and shows that pair', async () => {
     await page.selectOption('#sel-pair', 'ETH/USD');
     await page.waitForFunction(() => (window as any).dashboard.state?.selection?.baseCurrency === 'ETH' && (window as any).dashboard.state.surface, null, { timeout: 15_000 });

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Monitoring } from '../../metrics/monitoring.js';
+import type { SecurityOptions } from './security.js';
 import { dashboardRoutes, type DashboardRouteOptions } from '../routes/dashboard.js';
 import { installMetrics } from './metrics.js';
 
@@ -12,4 +13,17 @@ import { installMetrics } from './metrics.js';
 export async function installMonitoring(app: FastifyInstance, monitoring: Monitoring, opts: DashboardRouteOptions = {}): Promise<void> {
   installMetrics(app, monitoring.metrics);
   await app.register(dashboardRoutes(monitoring, opts));
+}
+
+/** `security` with its `onReject` hook also counting the refusal in the metrics (volsurf_http_rejected_total). */
+export function withRejectionMetrics(security: SecurityOptions, monitoring: Monitoring | undefined): SecurityOptions {
+  if (!monitoring) return security;
+  const previous = security.onReject;
+  return {
+    ...security,
+    onReject: (reason, req) => {
+      previous?.(reason, req);
+      monitoring.metrics.observeRejection(reason);
+    },
+  };
 }
