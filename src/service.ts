@@ -93,7 +93,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     // SIM_HISTORY_HOURS of market history before now: the simulator serves its continuation and the iVSummary
     // 24 h changes are seeded from it (streams/simulatedHistory.ts).
     if (config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
-      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS });
+      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES });
     }
     simulator = await startDeribitSimulator({
       port: overrides.simulatorPort ?? 0,

@@ -8,10 +8,12 @@
  *    real clock and the simulator serves from that state: the live market is the continuation of the path.
  * 2. Replaying the path. A twin Market with the same seed, start and step sequence follows exactly the same
  *    path (the Market is deterministic in seed, start time and step() calls). At each seed time t (every
- *    `everyS` seconds from now - hours to now) the twin's Deribit listing (DeribitChains, rolled like the
- *    server's) is printed as the simulated exchange prints it at t: every option's and future's ticker
- *    (optionTicker/futureTicker: mark IV rounded to 0.01 %, bid/ask on the tick) and the indices, as Deribit
- *    JSON-RPC notifications, normalized by the real Deribit normalizer into a ChainState, and calibrated by the
+ *    `everyS` seconds from now - hours to now) the twin's listings of the three simulated exchanges (Deribit,
+ *    OKX and Bybit on the shared market, each through its own view and chains, rolled like the servers') are
+ *    printed as the simulated exchanges print them at t (Deribit: every option's and future's ticker, mark IV
+ *    rounded to 0.01 %, bid/ask on the tick, and the indices; OKX: instruments, index tickers, opt-summary,
+ *    futures mark price and tickers; Bybit: instruments, option tickers, linear ticker snapshots), normalized by
+ *    each exchange's real normalizer into a ChainState per pair, and calibrated by the
  *    same fitChain as the live data, memory namespace 'history'. The twin and the printing live in the
  *    calibration worker ({@link TwinMarketPrinter}), like the fits, so that the thread serving REST only builds
  *    the snapshots. The SVI, SABR and Vanna-Volga snapshots go to the 24 h history (src/cache/history.ts), not
@@ -26,7 +28,7 @@
  */
 import type { Logger } from 'pino';
 import type { MarketEvent } from '../src/domain/events.js';
-import { pairKey } from '../src/domain/markets.js';
+import { SOURCES, pairKey, type Source } from '../src/domain/markets.js';
 import type { SurfaceSnapshot } from '../src/cache/snapshot.js';
 import { DIFF_HORIZON_S } from '../src/cache/history.js';
 import { normalizeDeribit } from '../adapters/deribit/normalize.js';
@@ -34,25 +36,39 @@ import { Market } from '../adapters/simulator/market.js';
 import { DeribitChains } from '../adapters/simulator/chains.js';
 import { futureTicker, indexData, notification, optionTicker, type SettlementMemory } from '../adapters/simulator/deribitMessages.js';
 import { Rng } from '../adapters/simulator/rng.js';
+import { MarketView, OKX_VIEW, BYBIT_VIEW } from '../adapters/simulator/exchangeView.js';
+import { OkxChains } from '../adapters/simulator/okxChains.js';
+import { indexStats, indexTickerItem, markPriceItem, okxPush, optSummaryItem, tickerItem } from '../adapters/simulator/okxMessages.js';
+import { BybitChains } from '../adapters/simulator/bybitChains.js';
+import { linearRecord, optionTickerData } from '../adapters/simulator/bybitMessages.js';
+import { OkxNormalizer, normalizeOkxInstruments } from '../adapters/okx/normalize.js';
+import { BybitNormalizer, normalizeBybitInstruments } from '../adapters/bybit/normalize.js';
+import type { Normalizer } from '../adapters/types.js';
 import { ChainState, type ChainView } from './chainState.js';
 import { buildSnapshots, type ChainFit, type ChainFitter } from './calibrate.js';
 
-/** Which history: the market seed, its start (Unix ms, now - hours) and its step (seconds). */
+/** Which history: the market seed, its start (Unix ms, now - hours), its step (seconds), the exchanges printed. */
 export interface HistorySpec {
   readonly seed: number;
   readonly startMs: number;
   readonly stepS: number;
+  /** Exchanges whose chains are printed (default all three). */
+  readonly sources?: readonly Source[];
 }
 
 /**
- * The twin market of a history and its Deribit listing, printed at step n (time startMs + n stepS): every
- * option's and future's ticker and the indices as the simulated Deribit prints them, normalized by the Deribit
- * normalizer into one ChainView per pair. Steps only forward (a request for an earlier step than the last one
+ * The twin market of a history and the three simulated exchanges' listings on it, printed at step n (time
+ * startMs + n stepS) as each simulator prints it: Deribit option and future tickers and indices (JSON-RPC
+ * notifications), OKX instruments, index tickers, opt-summary, futures mark price and tickers (v5 pushes), Bybit
+ * instruments, option tickers and linear ticker snapshots; each normalized by that exchange's own normalizer
+ * into one ChainView per (source, pair). Steps only forward (a request for an earlier step than the last one
  * printed throws). Runs in the calibration worker.
  */
 export class TwinMarketPrinter {
   private readonly market: Market;
-  private readonly chains: DeribitChains;
+  private readonly deribit: DeribitChains;
+  private readonly okx: { readonly view: MarketView; readonly chains: OkxChains; readonly normalizer: OkxNormalizer };
+  private readonly bybit: { readonly view: MarketView; readonly chains: BybitChains; readonly normalizer: BybitNormalizer };
   private readonly rng: Rng;
   private readonly memory: SettlementMemory = new Map();
   private simMs: number;
@@ -61,12 +77,16 @@ export class TwinMarketPrinter {
   constructor(readonly spec: HistorySpec) {
     this.simMs = spec.startMs;
     this.market = new Market({ seed: spec.seed, clock: () => this.simMs });
-    this.chains = new DeribitChains(this.market);
+    this.deribit = new DeribitChains(this.market);
+    const okxView = new MarketView(this.market, OKX_VIEW);
+    this.okx = { view: okxView, chains: new OkxChains(okxView), normalizer: new OkxNormalizer() };
+    const bybitView = new MarketView(this.market, BYBIT_VIEW);
+    this.bybit = { view: bybitView, chains: new BybitChains(bybitView), normalizer: new BybitNormalizer() };
     this.rng = Rng.derive(spec.seed, 'history:quotes');
   }
 
   /**
-   * The chain views of every Deribit pair at step `n` (>= the last step printed).
+   * The chain views of every simulated (source, pair) at step `n` (>= the last step printed).
    * @throws RangeError for an earlier step
    */
   viewsAt(n: number): ChainView[] {
@@ -76,15 +96,16 @@ export class TwinMarketPrinter {
       this.step++;
       this.simMs = startMs + this.step * stepS * 1000;
       this.market.step(stepS);
-      this.chains.refresh(this.simMs);
+      this.deribit.refresh(this.simMs);
+      this.okx.chains.refresh(this.simMs);
+      this.bybit.chains.refresh(this.simMs);
     }
     const tMs = startMs + n * stepS * 1000;
+    const tS = tMs / 1000;
     this.simMs = tMs;
     const states = new Map<string, ChainState>();
-    const apply = (raw: unknown): void => {
-      const r = normalizeDeribit(raw, tMs / 1000);
-      if (!r.ok) return;
-      for (const e of r.events as readonly MarketEvent[]) {
+    const apply = (events: readonly MarketEvent[]): void => {
+      for (const e of events) {
         if (e.kind !== 'option' && e.kind !== 'future' && e.kind !== 'index') continue;
         const key = pairKey(e.source, e);
         let st = states.get(key);
@@ -92,13 +113,49 @@ export class TwinMarketPrinter {
         st.apply(e);
       }
     };
+    const through = (normalize: Normalizer, raw: unknown): void => {
+      const r = normalize(raw, tS);
+      if (r.ok) apply(r.events);
+    };
+
+    const printed = new Set<Source>(this.spec.sources ?? SOURCES);
+
+    // Deribit
     const indices = new Map<string, { u: Parameters<typeof indexData>[2]; dp: number }>();
-    for (const inst of this.chains.all()) {
+    for (const inst of printed.has('DERIBIT') ? this.deribit.all() : []) {
       indices.set(inst.product.priceIndex, { u: inst.underlying, dp: inst.product.priceDecimals });
       const data = inst.kind === 'option' ? optionTicker(this.market, inst, tMs, this.rng, this.memory) : futureTicker(this.market, inst, tMs, this.rng, this.memory);
-      apply(notification(`ticker.${inst.name}.100ms`, data));
+      through(normalizeDeribit, notification(`ticker.${inst.name}.100ms`, data));
     }
-    for (const [name, x] of indices) apply(notification(`deribit_price_index.${name}`, indexData(this.market, name, x.u, x.dp, tMs)));
+    for (const [name, x] of indices) through(normalizeDeribit, notification(`deribit_price_index.${name}`, indexData(this.market, name, x.u, x.dp, tMs)));
+
+    // OKX
+    const okx = this.okx;
+    okx.normalizer.registerInstruments(normalizeOkxInstruments(okx.chains.all().map((i) => i.json), tS).events);
+    for (const family of printed.has('OKX') ? okx.chains.familyNames() : []) {
+      const fam = okx.chains.family(family)!;
+      const stats = indexStats(okx.view, fam.underlying, tMs);
+      through(okx.normalizer.normalize, okxPush({ channel: 'index-tickers', instId: family }, [indexTickerItem(family, fam.priceDecimals, okx.view.spot(fam.underlying), stats, tMs)]));
+      const items = okx.chains.list('OPTION', family).map((i) => optSummaryItem(okx.view, i, tMs));
+      if (items.length > 0) through(okx.normalizer.normalize, okxPush({ channel: 'opt-summary', instFamily: family }, items));
+      for (const inst of okx.chains.list('FUTURES', family)) {
+        through(okx.normalizer.normalize, okxPush({ channel: 'mark-price', instId: inst.instId }, [markPriceItem(okx.view, inst, tMs)]));
+        through(okx.normalizer.normalize, okxPush({ channel: 'tickers', instId: inst.instId }, [tickerItem(okx.view, inst, tMs, this.rng, stats)]));
+      }
+    }
+
+    // Bybit
+    const bybit = this.bybit;
+    const listed = printed.has('BYBIT') ? [...bybit.chains.list('option'), ...bybit.chains.list('linear')] : [];
+    bybit.normalizer.registerListing(normalizeBybitInstruments(listed.map((i) => i.json), tS).listing);
+    for (const inst of listed) {
+      const topic = `tickers.${inst.symbol}`;
+      const msg =
+        inst.category === 'option'
+          ? { id: `${topic}-history-${tMs}`, topic, ts: tMs, data: optionTickerData(bybit.view, inst, tMs, this.rng), type: 'snapshot' }
+          : { topic, type: 'snapshot', data: linearRecord(bybit.view, inst, tMs, this.rng), cs: 1, ts: tMs };
+      through(bybit.normalizer.normalize, msg);
+    }
     return [...states.values()].map((st) => st.view());
   }
 }
@@ -131,6 +188,8 @@ export interface SimulatedHistoryOptions {
   readonly leadS?: number;
   /** Real clock, Unix ms. Default Date.now. */
   readonly clock?: () => number;
+  /** Exchanges whose history is seeded (SOURCES; default all three). */
+  readonly sources?: readonly Source[];
 }
 
 /** What {@link SimulatedHistory.start} needs. */
@@ -187,7 +246,7 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
   const nowMs = clock();
   const nSteps = Math.round((hours * 3600) / stepS);
   const startMs = nowMs - nSteps * stepS * 1000;
-  const spec: HistorySpec = { seed: opts.seed, startMs, stepS };
+  const spec: HistorySpec = { seed: opts.seed, startMs, stepS, ...(opts.sources ? { sources: [...opts.sources] } : {}) };
 
   // The simulator's market: the same construction as the twin's (TwinMarketPrinter), stepped through the
   // history, then released to the real clock.

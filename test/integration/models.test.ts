@@ -1,21 +1,16 @@
 /**
  * Integration on 127.0.0.1 (the embedded simulators, the real adapters over real sockets, the default
- * configuration): every endpoint that takes volatilityModel answers for SVI, SABR and VANNA_VOLGA on every
- * configured pair; the surface endpoint shows parameters, fit diagnostics and the no-arbitrage status; iVSummary
+ * configuration: Deribit, OKX and Bybit on one shared market): every endpoint that takes volatilityModel answers
+ * for SVI, SABR and VANNA_VOLGA on every configured pair; the surface endpoint shows parameters, fit diagnostics and the no-arbitrage status; iVSummary
  * shows every figure with 24 h changes from the simulator's pre-run history (streams/simulatedHistory.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { MODEL_PARAMETERS } from '../../src/cache/modelSurface.js';
+import { optionsAreInverse } from '../../src/domain/markets.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 
 const MODELS = ['SVI', 'SABR', 'VANNA_VOLGA'] as const;
-const DERIBIT_PAIRS = [
-  ['BTC', 'USD'],
-  ['ETH', 'USD'],
-  ['SOL', 'USDC'],
-  ['XRP', 'USDC'],
-] as const;
 
 let svc: RunningService;
 let B: string;
@@ -79,19 +74,20 @@ describe('three models on the simulated default', () => {
     }
   });
 
-  it('byStrike, byDelta, vanilla and riskScenarios answer for every model on every Deribit pair, near the marks', async () => {
-    for (const [base, quote] of DERIBIT_PAIRS) {
-      const snap = svc.cache.getSurface('DERIBIT', { base, quote }, 'SVI')!;
+  it('byStrike, byDelta, vanilla and riskScenarios answer for every model on every pair, near the marks', async () => {
+    for (const { source, pair } of svc.cache.expected()) {
+      const { base, quote } = pair;
+      const snap = svc.cache.getSurface(source, pair, 'SVI')!;
       const slice = snap.slices[Math.min(3, snap.slices.length - 1)]!;
       // the quote nearest the forward and one about a quarter of the way into the put wing
       const near = [...slice.quotes].sort((a, b) => Math.abs(a.k) - Math.abs(b.k))[0]!;
       const expiry = slice.expirationTimestamp;
       for (const model of MODELS) {
-        const label = `${base}/${quote} ${model}`;
-        const common = { baseCurrency: base, quoteCurrency: quote, source: 'DERIBIT', volatilityModel: model, expirationTimestamp: expiry };
+        const label = `${source} ${base}/${quote} ${model}`;
+        const common = { baseCurrency: base, quoteCurrency: quote, source, volatilityModel: model, expirationTimestamp: expiry };
         const s = await http('POST', `${B}/api/v1/global/data/iV/byStrike`, [{ ...common, instrumentId: 's', strike: near.strike }]);
         expect(s.status, label).toBe(200);
-        const markNow = svc.cache.getSurface('DERIBIT', { base, quote }, 'SVI')!.slices.find((x) => x.expirationTimestamp === expiry)!.quotes.find((q) => q.strike === near.strike)!.markIv;
+        const markNow = svc.cache.getSurface(source, pair, 'SVI')!.slices.find((x) => x.expirationTimestamp === expiry)!.quotes.find((q) => q.strike === near.strike)!.markIv;
         expect(Math.abs(s.body[0].impliedVolatility - markNow), label).toBeLessThan(0.02);
         const d = await http('POST', `${B}/api/v1/global/data/iV/byDelta`, [
           { ...common, instrumentId: 'c25', delta: 0.25 },
@@ -104,15 +100,15 @@ describe('three models on the simulated default', () => {
           expect(x.impliedVolatility).toBeGreaterThan(0.05);
           expect(x.impliedVolatility).toBeLessThan(3);
         }
-        const inverse = quote === 'USD';
+        const inverse = optionsAreInverse(source, pair);
         const v = await http('POST', `${B}/api/v1/global/optionValuation/vanilla`, [
-          { ...common, instrumentId: 'v', amount: 1, vanillaOptionType: 'CALL', inverse, priceMethod: 'DERIBIT', strike: near.strike },
+          { ...common, instrumentId: 'v', amount: 1, vanillaOptionType: 'CALL', inverse, priceMethod: source, strike: near.strike },
         ]);
         expect(v.status, label).toBe(200);
         expect(v.body[0].valueBase).toBeGreaterThan(0);
         expect(Math.abs(v.body[0].impliedVolatility - s.body[0].impliedVolatility)).toBeLessThan(0.01);
         const rs = await http('POST', `${B}/api/v1/global/scenarios/riskScenarios`, {
-          riskScenarioInstruments: [{ ...common, instrumentId: 'r', size: 1, instrumentType: 'PUT', inverse, priceMethod: 'DERIBIT', strike: near.strike }],
+          riskScenarioInstruments: [{ ...common, instrumentId: 'r', size: 1, instrumentType: 'PUT', inverse, priceMethod: source, strike: near.strike }],
           riskScenarioParameters: { priceRangeSteps: 2, priceRange: 0.1, volRangeUp: 0.05, volRangeDown: 0.05 },
         });
         expect(rs.status, label).toBe(200);
@@ -131,19 +127,20 @@ describe('three models on the simulated default', () => {
   });
 
   it('iVSummary: every listed expiry and constant maturity, with 24 h changes from the pre-run history, consistent with byDelta', async () => {
-    for (const [base, quote] of DERIBIT_PAIRS) {
+    for (const { source, pair } of svc.cache.expected()) {
+      const { base, quote } = pair;
       for (const model of MODELS) {
-        const label = `${base}/${quote} ${model}`;
+        const label = `${source} ${base}/${quote} ${model}`;
         const r = await waitFor(async () => {
-          const x = await http('GET', summaryUrl('XCHG_A', base, quote, model));
+          const x = await http('GET', summaryUrl(source, base, quote, model));
           return x.status === 200 && x.body.diffReferenceTimestamp !== null ? x : null;
         }, 60_000, `24 h reference point of ${label}`);
         const b = r.body;
-        expect(b).toMatchObject({ baseCurrency: base, quoteCurrency: quote, source: 'XCHG_A', volatilityModel: model });
+        expect(b).toMatchObject({ baseCurrency: base, quoteCurrency: quote, source, volatilityModel: model });
         // the reference point is the history point nearest to 24 h before the surface, within 30 minutes
         expect(Math.abs(b.observationTimestamp - 86400 - b.diffReferenceTimestamp)).toBeLessThanOrEqual(1800);
         expect(b.volatilityConstMat.map((e: { constMat: string }) => e.constMat)).toEqual(['1W', '2W', '1M', '2M', '3M', '6M', '9M']);
-        const snap = svc.cache.getSurface('DERIBIT', { base, quote }, model)!;
+        const snap = svc.cache.getSurface(source, pair, model)!;
         expect(b.volatilityListed.length).toBeGreaterThanOrEqual(snap.slices.length - 1);
         const lastListed = Math.max(...b.volatilityListed.map((e: { expirationTimestamp: number }) => e.expirationTimestamp));
         for (const e of [...b.volatilityListed, ...b.volatilityConstMat]) {
@@ -163,7 +160,9 @@ describe('three models on the simulated default', () => {
         expect(b.volatilityListed.some((e: { diffAtmVol: number | null }) => e.diffAtmVol !== null), label).toBe(true);
       }
     }
-    // the RR and BF are the byDelta vols of the same smile: RR = vol(0.25) - vol(0.75), BF = mean - vol(ATM)
+    // the spec's source words are aliases
+    expect((await http('GET', summaryUrl('XCHG_A', 'BTC', 'USD', 'SVI'))).body.source).toBe('XCHG_A');
+    // the RR is the byDelta vols of the same smile: RR = vol(call delta 0.25) - vol(call delta 0.75)
     const snap = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SABR')!;
     const e = snap.slices[4]!;
     const item = (id: string, delta: number) => ({ instrumentId: id, baseCurrency: 'BTC', quoteCurrency: 'USD', source: 'DERIBIT', volatilityModel: 'SABR', expirationTimestamp: e.expirationTimestamp, delta });

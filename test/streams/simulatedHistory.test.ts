@@ -11,6 +11,7 @@ import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { SurfaceHistory } from '../../src/cache/history.js';
 import { Market } from '../../adapters/simulator/market.js';
+import { SOURCES, SUPPORTED_PAIRS } from '../../src/domain/markets.js';
 
 const NOW = Date.UTC(2026, 10, 20, 12, 3, 17);
 
@@ -28,7 +29,7 @@ function recorder(views: ChainView[]): SeedingTarget['fitAt'] {
 describe('prepareSimulatedHistory', () => {
   it('pre-runs the market from now - hours to now; the seed chains follow the same path and end at its state', async () => {
     let clock = NOW;
-    const h = prepareSimulatedHistory({ seed: 7, hours: 1, everyS: 900, clock: () => clock });
+    const h = prepareSimulatedHistory({ seed: 7, hours: 1, everyS: 900, clock: () => clock, sources: ['DERIBIT'] });
     expect(h.startMs).toBe(NOW - 3600_000);
     expect(h.market.now).toBe(NOW); // released to the (fake) real clock
     // an unstepped market of the same seed started now is a different state: the history moved it
@@ -60,7 +61,7 @@ describe('prepareSimulatedHistory', () => {
   });
 
   it('seeds just in time: with 24 h of history only the points needed in the next 10 minutes are calibrated at start', async () => {
-    const h = prepareSimulatedHistory({ seed: 3, hours: 24, clock: () => NOW });
+    const h = prepareSimulatedHistory({ seed: 3, hours: 24, clock: () => NOW, sources: ['DERIBIT'] });
     const views: ChainView[] = [];
     h.start({ fitAt: recorder(views), onSnapshot: () => undefined });
     await h.caughtUp();
@@ -70,7 +71,7 @@ describe('prepareSimulatedHistory', () => {
     h.stop();
   });
 
-  it('calibrates the seed chains with the service fit into the history: every model of every pair has its 24 h-ago point', async () => {
+  it('calibrates the seed chains of the three exchanges with the service fit into the history: every model of every pair has its 24 h-ago point', async () => {
     const clock = NOW;
     const h = prepareSimulatedHistory({ seed: 42, hours: 24, clock: () => clock, leadS: 0 });
     const history = new SurfaceHistory();
@@ -78,15 +79,11 @@ describe('prepareSimulatedHistory', () => {
     await h.caughtUp();
     h.stop();
     expect(h.progress().points).toBe(1);
-    for (const pair of [
-      { base: 'BTC', quote: 'USD' },
-      { base: 'ETH', quote: 'USD' },
-      { base: 'SOL', quote: 'USDC' },
-      { base: 'XRP', quote: 'USDC' },
-    ] as const) {
+    // every pair of the spec's table: the three simulated exchanges share the market
+    for (const { source, pair } of SOURCES.flatMap((src) => SUPPORTED_PAIRS[src].map((p) => ({ source: src, pair: p })))) {
       for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
-        const ref = history.dayAgo('DERIBIT', pair, model, NOW / 1000 + 30);
-        expect(ref, `${pair.base} ${model}`).not.toBeNull();
+        const ref = history.dayAgo(source, pair, model, NOW / 1000 + 30);
+        expect(ref, `${source} ${pair.base}/${pair.quote} ${model}`).not.toBeNull();
         expect(ref!.observationTimestamp).toBe(NOW / 1000 - 86400);
         expect(ref!.constMat).toHaveLength(7);
         expect(ref!.listed.length).toBeGreaterThanOrEqual(3);
@@ -97,7 +94,7 @@ describe('prepareSimulatedHistory', () => {
           // within the listed expiries every figure exists; beyond the last one (SOL and XRP list about a month)
           // the constant-vol extrapolation of a steep smile may leave no strike with that delta (null)
           if (e.expirationTimestamp > lastListed) continue;
-          for (const f of [e.delta25Skew, e.delta10Skew, e.delta25Bfly, e.delta10Bfly]) expect(f, `${pair.base} ${model} ${e.constMat ?? e.expirationTimestamp}`).not.toBeNull();
+          for (const f of [e.delta25Skew, e.delta10Skew, e.delta25Bfly, e.delta10Bfly]) expect(f, `${source} ${pair.base} ${model} ${e.constMat ?? e.expirationTimestamp}`).not.toBeNull();
         }
       }
     }
