@@ -47,7 +47,8 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', () => {
   const pageErrors: string[] = [];
 
   beforeAll(async () => {
-    svc = await startTestService({ CALIBRATION_THROTTLE_MS: '500' });
+    // two exchanges, so that the feed panel and the source selector have something to show
+    svc = await startTestService({ SOURCES: 'DERIBIT,OKX', CALIBRATION_THROTTLE_MS: '500' });
     B = svc.url;
     profile = mkdtempSync(path.join(tmpdir(), 'chromium-profile-'));
     const ctx = await chromium.launchPersistentContext(profile, {
@@ -270,6 +271,11 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', () => {
     expect(spot / r.body.spotPrice).toBeGreaterThan(0.95);
     expect(spot / r.body.spotPrice).toBeLessThan(1.05);
     expect(new URL(page.url()).searchParams.get('baseCurrency')).toBe('ETH');
+    // another exchange: OKX lists ETH/USD too
+    await page.selectOption('#sel-source', 'OKX');
+    await page.waitForFunction(() => (window as any).dashboard.state?.selection?.source === 'OKX' && (window as any).dashboard.state.surface, null, { timeout: 15_000 });
+    const okx = await page.evaluate(() => (window as any).dashboard.state.selection);
+    expect(okx).toMatchObject({ source: 'OKX', baseCurrency: 'ETH', quoteCurrency: 'USD' });
     expect(pageErrors).toEqual([]);
   });
 });
