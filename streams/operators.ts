@@ -7,7 +7,8 @@ import { Observable, type OperatorFunction } from 'rxjs';
  * Run `work` on source values with AT MOST ONE run in flight; while a run is in flight, only the
  * LATEST value that arrived is kept, and it runs as soon as the current run ends (the latest
  * state wins; intermediate states are skipped). Like `exhaustMap` with a trailing latest value.
- * A run that throws or rejects is reported to `onError` and skipped; the stream goes on.
+ * A run that throws or rejects is reported to `onError` and skipped; the stream goes on. After
+ * unsubscribe, a run still in flight is dropped silently (no emission, no error report).
  *
  * @param work synchronous or asynchronous work on one value; its result is emitted
  * @param onError called with the error and the value of a failed run
@@ -21,6 +22,8 @@ export function latestWins<T, R>(
       let busy = false;
       let pending: { value: T } | null = null;
       let sourceDone = false;
+      // After unsubscribe, a run still in flight is neither emitted nor reported (shutdown).
+      let closed = false;
 
       const run = (value: T): void => {
         busy = true;
@@ -28,17 +31,19 @@ export function latestWins<T, R>(
         try {
           result = work(value);
         } catch (err) {
-          onError(err, value);
+          if (!closed) onError(err, value);
           finish();
           return;
         }
         if (result instanceof Promise) {
           result.then(
             (r) => {
+              if (closed) return;
               subscriber.next(r);
               finish();
             },
             (err) => {
+              if (closed) return;
               onError(err, value);
               finish();
             },
@@ -69,6 +74,10 @@ export function latestWins<T, R>(
           if (!busy) subscriber.complete();
         },
       });
-      return () => sub.unsubscribe();
+      return () => {
+        closed = true;
+        pending = null;
+        sub.unsubscribe();
+      };
     });
 }

@@ -64,4 +64,33 @@ describe('latestWins', () => {
     expect(await out).toEqual([1, 3]);
     expect(errors).toEqual([2]);
   });
+
+  it('after unsubscribe, a run in flight is neither emitted nor reported', async () => {
+    const src = new Subject<number>();
+    const out: number[] = [];
+    const errors: unknown[] = [];
+    let reject!: (e: Error) => void;
+    let resolveSecond!: (v: number) => void;
+    const sub = src
+      .pipe(
+        latestWins(
+          (v) =>
+            new Promise<number>((res, rej) => {
+              if (v === 1) reject = rej;
+              else resolveSecond = res;
+            }),
+          (e) => errors.push(e),
+        ),
+      )
+      .subscribe((v) => out.push(v));
+    src.next(1);
+    src.next(2); // pending
+    sub.unsubscribe();
+    reject(new Error('worker closed'));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(errors).toEqual([]);
+    expect(out).toEqual([]);
+    expect(resolveSecond).toBeUndefined(); // the pending value never ran
+  });
 });
