@@ -144,9 +144,11 @@ describe('simulated OKX and Bybit end to end', () => {
         // and the market moves between them: a few bp of spot, a fraction of a percent a year of basis at T > 30 days)
         expect(Math.abs(y - views[p.source].annualizedBasis(p.base, pt.T))).toBeLessThan(0.01);
       }
-      const fy = r.body.fixedYields as Array<{ value: number }>;
+      const fy = r.body.fixedYields as Array<{ expirationTimestamp: number; value: number }>;
       expect(fy.length).toBeGreaterThanOrEqual(3);
-      for (const y of fy) expect(Math.abs(y.value)).toBeLessThan(0.5);
+      // a sane annualized basis beyond a week; hours from expiry, 1 bp of print asynchrony between the
+      // forward and the index is already tens of percent a year, so those are not bounded here
+      for (const y of fy) if (y.expirationTimestamp - curve.observationTimestamp > 7 * 86400) expect(Math.abs(y.value)).toBeLessThan(0.5);
     }
   });
 

@@ -165,7 +165,8 @@ describe('simulated Deribit end to end', () => {
       const fy = r.body.fixedYields.find((y: { expirationTimestamp: number }) => y.expirationTimestamp === p.expirationTimestamp);
       expect(fy).toBeDefined();
       expect(Math.abs(fy.value - (p.forward / curve.spot - 1) / p.T)).toBeLessThan(tol * Math.max(1, 1 / p.T / 365));
-      expect(Math.abs(fy.value)).toBeLessThan(0.5);
+      // beyond a week a sane annualized basis (closer in, print asynchrony of a bp is tens of percent a year)
+      if (p.T > 7 / 365) expect(Math.abs(fy.value)).toBeLessThan(0.5);
     }
     expect(s.expiries.length).toBeLessThanOrEqual(curve.points.length);
   });
