@@ -745,7 +745,8 @@ export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResu
         slices,
         surface: buildModelSurface(mf.model, slices),
         forwardCurve: curve,
-        calibrationMs: fit.calibrationMs,
+        // this model's own fit time (the chain's total is CalibrationResult.calibrationMs)
+        calibrationMs: mf.calibrationMs,
         sequence,
         ...(mf.arbitrage ? { arbitrage: Object.freeze({ ...mf.arbitrage, counts: Object.freeze({ ...mf.arbitrage.counts }) }) } : {}),
         skipped: Object.freeze([...fit.skipped, ...mf.skipped].map((x) => Object.freeze({ ...x }))),

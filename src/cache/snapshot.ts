@@ -178,7 +178,7 @@ export interface SurfaceSnapshot {
   readonly slices: readonly ExpirySlice[];
   readonly surface: SurfaceView;
   readonly forwardCurve: ForwardCurveView;
-  /** Wall-clock milliseconds the whole surface calibration took. */
+  /** Wall-clock milliseconds this model's fit of every expiry took (in the calibration worker). */
   readonly calibrationMs: number;
   /** Increments with every recalibration of this key. */
   readonly sequence: number;
