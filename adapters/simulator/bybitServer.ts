@@ -37,7 +37,8 @@ import { performance } from 'node:perf_hooks';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BybitChains, type BybitCategory, type BybitSimInstrument } from './bybitChains.js';
 import { fundingHistoryList, linearRecord, optionTickerData, recordDelta, type Json } from './bybitMessages.js';
-import type { SimulatorFaults, SimulatorStats } from './deribitServer.js';
+import type { SimulatorStats } from './deribitServer.js';
+import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
 import { BYBIT_VIEW, MarketView, type ExchangeViewParams } from './exchangeView.js';
 import { Market } from './market.js';
 import { Rng, hashString } from './rng.js';
@@ -142,9 +143,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
   /** linear symbol -> last record published (for deltas) */
   const lastRecord = new Map<string, Record<string, string>>();
   let lastLinearAt = -Infinity;
-  let silencedUntil = 0;
-  let rejecting = false;
-  let restFailuresLeft = 0;
+  const switches = new FaultSwitches();
   let framesSent = 0;
   let notificationsSent = 0;
   let optionTickersSent = 0;
@@ -156,7 +155,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
   let seq = 0;
   let cs = 1_000_000;
 
-  const silenced = () => performance.now() < silencedUntil;
+  const silenced = () => switches.silenced();
 
   function send(c: Conn, text: string | Buffer): boolean {
     if (c.ws.readyState !== c.ws.OPEN || silenced()) return false;
@@ -232,7 +231,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
       const inst = topicInstrument(topic, c.stream);
       const overCount = c.stream === 'option' && !c.topics.has(topic) && c.topics.size >= maxOptionArgs;
       const overChars = !c.topics.has(topic) && c.chars + topic.length > maxChars;
-      if (!inst || rejecting || overCount || overChars) failed.push(topic);
+      if (!inst || switches.rejecting || overCount || overChars) failed.push(topic);
       else {
         addTopic(c, topic);
         ok.push(topic);
@@ -388,8 +387,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
       res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(typeof body === 'string' ? body : JSON.stringify(body));
     };
-    if (restFailuresLeft > 0) {
-      restFailuresLeft--;
+    if (switches.takeRestFailure()) {
       return reply(403, 'access too frequent', { 'content-type': 'text/plain', 'retry-after': '1' });
     }
     const time = market.now;
@@ -446,29 +444,13 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
     '[1,2,3]',
   ];
 
-  const faults: BybitSimulatorFaults = {
-    dropAllConnections: () => {
-      for (const c of conns) c.ws.terminate();
-    },
-    silence: (ms) => {
-      silencedUntil = Math.max(silencedUntil, performance.now() + Math.max(0, ms));
-    },
-    rejectSubscriptions: (on) => {
-      rejecting = on;
-    },
-    malformedFrames: (n) => {
-      for (const c of conns) for (let i = 0; i < n; i++) send(c, GARBAGE[i % GARBAGE.length]!);
-    },
-    restFailures: (n) => {
-      restFailuresLeft = Math.max(0, n);
-    },
-    connections: () => conns.size,
-    subscriptions: () => {
-      let n = 0;
-      for (const c of conns) n += c.topics.size;
-      return n;
-    },
-  };
+  const faults: BybitSimulatorFaults = simulatorFaults({
+    switches,
+    conns,
+    send,
+    garbage: GARBAGE,
+    subscriptionsOf: (c) => c.topics.size,
+  });
 
   return {
     optionUrl: `ws://${host}:${port}${OPTION_PATH}`,

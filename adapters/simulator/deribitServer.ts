@@ -43,6 +43,7 @@ import {
 } from './deribitMessages.js';
 import { Market, type Underlying } from './market.js';
 import { Rng } from './rng.js';
+import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
 
 /** Options of {@link startDeribitSimulator}. */
 export interface DeribitSimulatorOptions {
@@ -66,21 +67,8 @@ export interface DeribitSimulatorOptions {
   readonly heartbeatMsPerS?: number;
 }
 
-/** Fault hooks for tests. */
-export interface SimulatorFaults {
-  /** The server closes every socket abruptly (TCP reset, close code 1006 on the client). */
-  dropAllConnections(): void;
-  /** For `ms`: send nothing (no notifications, responses or heartbeats), ignore requests, close nothing. */
-  silence(ms: number): void;
-  /** While on, public/subscribe is answered with a JSON-RPC error (10028 too_many_requests). */
-  rejectSubscriptions(on: boolean): void;
-  /** Send `n` garbage frames (not JSON-RPC: truncated JSON, text, binary, wrong shapes) to every connection. */
-  malformedFrames(n: number): void;
-  /** Open connections. */
-  connections(): number;
-  /** Channel subscriptions summed over connections. */
-  subscriptions(): number;
-}
+/** Fault hooks for tests (adapters/simulator/faults.ts). */
+export type { SimulatorFaults } from './faults.js';
 
 /** Counters of what the simulator sent. */
 export interface SimulatorStats {
@@ -171,13 +159,12 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
   /** channels needing their first notification */
   const fresh = new Set<string>();
   const lastSent = new Map<string, number>();
-  let silencedUntil = 0;
-  let rejecting = false;
+  const switches = new FaultSwitches();
   let framesSent = 0;
   let notificationsSent = 0;
   let ticks = 0;
 
-  const silenced = () => performance.now() < silencedUntil;
+  const silenced = () => switches.silenced();
   /** usIn: the simulator clock in microseconds; usOut: usIn + the measured handling time (>= 1 µs). */
   const usStamp = () => ({ us: Math.round(market.now * 1000), t0: performance.now() });
   const usAfter = (s: { us: number; t0: number }) => s.us + Math.max(1, Math.round((performance.now() - s.t0) * 1000));
@@ -402,7 +389,7 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
     },
     'public/subscribe': (c, params) => {
       const channels = channelList(params);
-      if (rejecting) throw new RpcFailure(ERR.rejected);
+      if (switches.rejecting) throw new RpcFailure(ERR.rejected);
       if (rawRequiresAuth && channels.some((ch) => ch.endsWith('.raw'))) throw new RpcFailure(ERR.raw);
       const ok: string[] = [];
       for (const ch of channels) {
@@ -497,27 +484,17 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
     '[1,2,3]',
   ];
 
-  const faults: SimulatorFaults = {
-    dropAllConnections: () => {
-      for (const c of conns) c.ws.terminate();
-    },
-    silence: (ms) => {
-      silencedUntil = Math.max(silencedUntil, performance.now() + Math.max(0, ms));
+  const faults = simulatorFaults({
+    switches,
+    conns,
+    send,
+    garbage: GARBAGE,
+    subscriptionsOf: (c) => c.channels.size,
+    // a heartbeat request outstanding when the silence starts is forgotten, as Deribit would not close then
+    onSilence: () => {
       for (const c of conns) c.awaitingTest = false;
     },
-    rejectSubscriptions: (on) => {
-      rejecting = on;
-    },
-    malformedFrames: (n) => {
-      for (const c of conns) for (let i = 0; i < n; i++) send(c, GARBAGE[i % GARBAGE.length]!);
-    },
-    connections: () => conns.size,
-    subscriptions: () => {
-      let n = 0;
-      for (const c of conns) n += c.channels.size;
-      return n;
-    },
-  };
+  });
 
   return {
     url: `ws://${host}:${port}/ws/api/v2`,

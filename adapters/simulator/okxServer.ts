@@ -38,7 +38,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { SimulatorFaults, SimulatorStats } from './deribitServer.js';
+import type { SimulatorStats } from './deribitServer.js';
+import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
 import { MarketView, OKX_VIEW, type ExchangeViewParams } from './exchangeView.js';
 import { Market, type Underlying } from './market.js';
 import { OkxChains, type OkxInstType, type OkxSimInstrument } from './okxChains.js';
@@ -184,9 +185,7 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
   const subs = new Map<string, Set<Conn>>();
   const lastPush = new Map<string, number>();
   const statsCache = new Map<string, { hour: number; st: IndexStats }>();
-  let silencedUntil = 0;
-  let rejecting = false;
-  let restFailuresLeft = 0;
+  const switches = new FaultSwitches();
   let framesSent = 0;
   let notificationsSent = 0;
   let optionItemsSent = 0;
@@ -194,7 +193,7 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
   let ticks = 0;
   let connSeq = 0;
 
-  const silenced = () => performance.now() < silencedUntil;
+  const silenced = () => switches.silenced();
 
   function send(c: Conn, text: string | Buffer): boolean {
     if (c.ws.readyState !== c.ws.OPEN || silenced()) return false;
@@ -313,7 +312,7 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
       try {
         const arg = resolveArg(a);
         if (r.op === 'subscribe') {
-          if (rejecting) throw new OkxError('60014', 'Requests too frequent.');
+          if (switches.rejecting) throw new OkxError('60014', 'Requests too frequent.');
           addSub(c, arg);
         } else removeSub(c, `${arg.channel}|${arg.sel}`);
         sendJson(c, { ...(id !== undefined ? { id } : {}), event: r.op, arg: arg.echo, connId: c.connId });
@@ -513,8 +512,7 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
       res.end(JSON.stringify(body));
     };
     if (req.method !== 'GET') return reply(405, { code: '405', msg: 'Method Not Allowed', data: [] });
-    if (restFailuresLeft > 0) {
-      restFailuresLeft--;
+    if (switches.takeRestFailure()) {
       return reply(429, { code: '50011', msg: 'Too Many Requests', data: [] }, { 'retry-after': '1' });
     }
     try {
@@ -568,31 +566,17 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
     '[1,2,3]',
   ];
 
-  const faults: OkxSimulatorFaults = {
-    dropAllConnections: () => {
-      for (const c of conns) c.ws.terminate();
+  const faults: OkxSimulatorFaults = simulatorFaults({
+    switches,
+    conns,
+    send,
+    garbage: GARBAGE,
+    subscriptionsOf: (c) => c.args.size,
+    // OKX's 30 s idle close counts from the end of the silence, not from before it
+    onSilence: (until) => {
+      for (const c of conns) c.lastSentAt = Math.max(c.lastSentAt, until);
     },
-    silence: (ms) => {
-      silencedUntil = Math.max(silencedUntil, performance.now() + Math.max(0, ms));
-      const after = silencedUntil;
-      for (const c of conns) c.lastSentAt = Math.max(c.lastSentAt, after);
-    },
-    rejectSubscriptions: (on) => {
-      rejecting = on;
-    },
-    malformedFrames: (n) => {
-      for (const c of conns) for (let i = 0; i < n; i++) send(c, GARBAGE[i % GARBAGE.length]!);
-    },
-    restFailures: (n) => {
-      restFailuresLeft = Math.max(0, n);
-    },
-    connections: () => conns.size,
-    subscriptions: () => {
-      let n = 0;
-      for (const c of conns) n += c.args.size;
-      return n;
-    },
-  };
+  });
 
   return {
     url: `ws://${host}:${port}${WS_PATH}`,
