@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { resolveSource, type Source } from './domain/markets.js';
+import { parseStartTime } from './domain/clock.js';
 import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './publish/config.js';
 import { SECURITY_CONFIG_SHAPE, securityConfigIssue } from './api/plugins/securityConfig.js';
 
@@ -72,6 +73,24 @@ export const ConfigSchema = z
     SIM_SEED: z.coerce.number().int().default(42),
     /** Simulator: hours of market history pre-run at start, seeding the iVSummary 24 h changes (0 = none). */
     SIM_HISTORY_HOURS: z.coerce.number().int().min(0).max(24).default(24),
+    /**
+     * Simulator: the simulated market's start time, Unix seconds or ISO 8601 with a zone (e.g.
+     * `2026-11-27T07:58:00Z`); unset = the wall clock. The whole service then runs on a clock that starts
+     * there and advances at the real rate, so tests see the same listings and funding hours at any hour.
+     * Between 2000-01-01 and 2100-01-01. Only with MARKET_SOURCE=simulated.
+     */
+    SIM_START_TIME: z
+      .string()
+      .optional()
+      .transform((v, ctx) => {
+        if (v === undefined) return undefined;
+        const s = parseStartTime(v);
+        if (s === null || s < 946_684_800 || s >= 4_102_444_800) {
+          ctx.addIssue({ code: 'custom', message: 'must be Unix seconds or an ISO 8601 date-time with a zone, between 2000-01-01 and 2100-01-01' });
+          return z.NEVER;
+        }
+        return s;
+      }),
     /** SABR CEV exponent beta, fixed in every SABR fit (Hagan et al. 2002), in [0, 1]. */
     SABR_BETA: z.coerce.number().min(0).max(1).default(1),
     /** Pretty logs (default: on when stdout is a terminal). */
@@ -84,6 +103,9 @@ export const ConfigSchema = z
   .superRefine((c, ctx) => {
     if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE && !c.REPLAY_FILE_OKX && !c.REPLAY_FILE_BYBIT) {
       ctx.addIssue({ code: 'custom', path: ['REPLAY_FILE'], message: 'is required when MARKET_SOURCE=replay (or REPLAY_FILE_OKX / REPLAY_FILE_BYBIT)' });
+    }
+    if (c.SIM_START_TIME !== undefined && c.MARKET_SOURCE !== 'simulated') {
+      ctx.addIssue({ code: 'custom', path: ['SIM_START_TIME'], message: 'applies only to MARKET_SOURCE=simulated' });
     }
     const kafkaIssue = kafkaConfigIssue(c);
     if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });

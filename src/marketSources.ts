@@ -58,20 +58,22 @@ export async function startSimulatedOkxBybit(
   opts: { readonly seed: number; readonly clock: Clock; readonly logger: Logger; readonly overrides?: OkxBybitOverrides },
 ): Promise<SimulatedOkxBybit> {
   const ov = opts.overrides ?? {};
+  /** The simulators' clock (Unix ms) is the service's clock: one timeline for market and service. */
+  const simClockMs = (): number => opts.clock.now() * 1000;
   let shared = market;
   let stepped = marketStepped;
   let okx: OkxSimulator | null = null;
   let bybit: BybitSimulator | null = null;
   const feeds: MarketFeed[] = [];
   if (sources.includes('OKX')) {
-    okx = await startOkxSimulator({ host: '127.0.0.1', seed: opts.seed, ...(shared ? { market: shared } : {}), stepMarket: !stepped, optionUpdatesPerSecond: 0.5, ...ov.okxSimulator });
+    okx = await startOkxSimulator({ host: '127.0.0.1', seed: opts.seed, ...(shared ? { market: shared } : { clock: simClockMs }), stepMarket: !stepped, optionUpdatesPerSecond: 0.5, ...ov.okxSimulator });
     shared = okx.market;
     stepped = true;
     opts.logger.info({ url: okx.url, rest: okx.restUrl }, 'simulated OKX exchange listening');
     feeds.push(new OkxFeed({ url: okx.url, baseUrl: okx.restUrl, logger: opts.logger, clock: opts.clock, ...ov.okx }));
   }
   if (sources.includes('BYBIT')) {
-    bybit = await startBybitSimulator({ host: '127.0.0.1', seed: opts.seed, ...(shared ? { market: shared } : {}), stepMarket: !stepped, optionUpdatesPerSecond: 0.5, ...ov.bybitSimulator });
+    bybit = await startBybitSimulator({ host: '127.0.0.1', seed: opts.seed, ...(shared ? { market: shared } : { clock: simClockMs }), stepMarket: !stepped, optionUpdatesPerSecond: 0.5, ...ov.bybitSimulator });
     opts.logger.info({ option: bybit.optionUrl, linear: bybit.linearUrl, rest: bybit.restUrl }, 'simulated Bybit exchange listening');
     feeds.push(
       new BybitFeed({ optionUrl: bybit.optionUrl, linearUrl: bybit.linearUrl, baseUrl: bybit.restUrl, logger: opts.logger, clock: opts.clock, ...ov.bybit }),

@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { merge, type Observable } from 'rxjs';
 import type { Config } from './config.js';
-import { MarketClock, systemClock, type Clock } from './domain/clock.js';
+import { MarketClock, SimulatedClock, systemClock, type Clock } from './domain/clock.js';
 import type { MarketEvent } from './domain/events.js';
 import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
@@ -71,7 +71,14 @@ const DERIBIT_PAIRS: readonly Pair[] = SUPPORTED_PAIRS.DERIBIT;
 /** Start everything per `config`; resolves once the HTTP server listens. */
 export async function startService(config: Config, logger: Logger, overrides: ServiceOverrides = {}): Promise<RunningService> {
   const replay = config.MARKET_SOURCE === 'replay';
-  const clock: Clock = replay ? new MarketClock() : systemClock;
+  // replay: the recorded messages' time; simulated with SIM_START_TIME: a clock from that start (tests run the
+  // same market at any hour); otherwise the wall clock. Every part of the service and the simulators read it.
+  const clock: Clock = replay
+    ? new MarketClock()
+    : config.MARKET_SOURCE === 'simulated' && config.SIM_START_TIME !== undefined
+      ? new SimulatedClock(config.SIM_START_TIME)
+      : systemClock;
+  const clockMs = (): number => clock.now() * 1000;
   const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : expectedPairs(config.SOURCES);
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
   // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
@@ -93,12 +100,13 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     // SIM_HISTORY_HOURS of market history before now: the simulator serves its continuation and the iVSummary
     // 24 h changes are seeded from it (streams/simulatedHistory.ts).
     if (config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
-      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES });
+      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES, clock: clockMs });
     }
     simulator = await startDeribitSimulator({
       port: overrides.simulatorPort ?? 0,
       host: '127.0.0.1',
       seed: config.SIM_SEED,
+      clock: clockMs,
       ...(simHistory ? { market: simHistory.market } : {}),
       ...overrides.simulator,
     });
@@ -117,7 +125,16 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
-  const monitoring = new Monitoring({ cache, feeds, clock, events$, logger, publisher: () => kafka.publisher });
+  const monitoring = new Monitoring({
+    cache,
+    feeds,
+    clock,
+    // feed message ages: on a simulated clock the feeds stamp messages with it, so the ages are read on it too
+    ...(clock instanceof SimulatedClock ? { wallNowS: () => clock.now() } : {}),
+    events$,
+    logger,
+    publisher: () => kafka.publisher,
+  });
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
   const history = surfaceHistoryFor(cache);

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
+import { testNowS } from '../helpers/simClock.js';
 
 type Json = Record<string, any>;
 
@@ -116,7 +117,7 @@ describe('documented responses match the real answers', () => {
       ['GET', `/api/v1/global/data/surface?${pair}&volatilityModel=SVI`],
       ['GET', `/api/v1/global/data/forwardCurve?${pair}`],
       ['GET', `/api/v1/global/data/fundingInstruments?source=DERIBIT`],
-      ['GET', `/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=${perp}&startTime=0&endTime=${Math.ceil(Date.now() / 1000)}`],
+      ['GET', `/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=${perp}&startTime=0&endTime=${Math.ceil(testNowS())}`],
       ['POST', '/api/v1/global/optionValuation/vanilla', [{ ...base, instrumentId: 'v', amount: 1, vanillaOptionType: 'CALL', priceMethod: 'DERIBIT', strike: K }]],
       ['POST', '/api/v1/global/optionValuation/euBarrier', [{ ...base, instrumentId: 'b', europeanBarrierOptionType: 'CALL', strike: K, barrierType: 'UP_AND_OUT', barrier: K * 1.3 }]],
       ['POST', '/api/v1/global/data/iV/byStrike', [{ ...base, instrumentId: 'k', strike: K }]],

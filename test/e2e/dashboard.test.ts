@@ -17,6 +17,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
+import { testNowS } from '../helpers/simClock.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const hasBrowser = existsSync(CHROMIUM);
@@ -177,7 +178,7 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', () => {
     }));
     const [fc, funding] = await Promise.all([
       http('GET', `${B}/api/v1/global/data/forwardCurve?${q}`),
-      http('GET', `${B}/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=${page1.funding.instrument}&startTime=0&endTime=${Math.ceil(Date.now() / 1000) + 86400}`),
+      http('GET', `${B}/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=${page1.funding.instrument}&startTime=0&endTime=${Math.ceil(testNowS()) + 86400}`),
     ]);
     expect(page1.seq).toBe(surface.sequence);
     expect(page1.obs).toBe(surface.observationTimestamp);

@@ -1,17 +1,28 @@
 /**
  * Start the whole service in-process for integration tests: config from a partial env, silent
  * logs, port 0 (any free port), the embedded simulators on 127.0.0.1 (Deribit only unless the env
- * names SOURCES).
+ * names SOURCES), on the test file's fixed simulated timeline (./simClock.ts).
  */
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService, type ServiceOverrides } from '../../src/service.js';
+import { simStartEnv } from './simClock.js';
 
 export async function startTestService(env: Record<string, string> = {}, overrides: ServiceOverrides = {}): Promise<RunningService> {
   // Tests connect only Deribit unless they ask for more (SOURCES): the default service connects all three.
   // Overload shedding off: on a loaded test machine a stalled event loop would answer 503 to tests that are
   // not about it (test/security/security.test.ts tests the shedding itself).
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', SOURCES: 'DERIBIT', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', ...env });
+  // The simulated market runs on the test file's fixed timeline (./simClock.ts), never on the wall clock.
+  const simulated = (env.MARKET_SOURCE ?? 'simulated') === 'simulated';
+  const config = loadConfig({
+    PORT: '0',
+    LOG_LEVEL: 'silent',
+    CALIBRATION_THROTTLE_MS: '150',
+    SOURCES: 'DERIBIT',
+    OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+    ...(simulated ? simStartEnv() : {}),
+    ...env,
+  });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   return startService(config, logger, overrides);
 }

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
+import { testNowS } from '../helpers/simClock.js';
 
 let svc: RunningService;
 let B: string;
@@ -176,7 +177,7 @@ describe('simulated Deribit end to end', () => {
     expect(inst.status).toBe(200);
     const ids = inst.body.map((i: { instrumentId: string }) => i.instrumentId);
     expect(ids).toEqual(expect.arrayContaining(['BTC-PERPETUAL', 'ETH-PERPETUAL', 'SOL_USDC-PERPETUAL', 'XRP_USDC-PERPETUAL']));
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(testNowS());
     const r = await http('GET', `${B}/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=BTC-PERPETUAL&startTime=${now - 30 * 86400}&endTime=${now}`);
     expect(r.status).toBe(200);
     expect(r.body.length).toBeGreaterThan(100); // 7 days of hourly history bootstrapped

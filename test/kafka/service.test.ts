@@ -30,6 +30,7 @@ import {
   type SurfaceSnapshotMessage,
 } from '../../src/publish/schemas.js';
 import { consumeUntil, fundingPoint, type Rec } from './helpers.js';
+import { testNowS } from '../helpers/simClock.js';
 
 const kafka = await ensureKafka();
 
@@ -212,7 +213,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
       expect(done, `no common snapshot of ${pair} ${model} within 100 attempts`).toBe(true);
     }
     // Funding history too.
-    const now = Math.floor(Date.now() / 1000);
+    const now = Math.floor(testNowS());
     const fq = `/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=BTC-PERPETUAL&startTime=${now - 3 * 86400}&endTime=${now}`;
     await waitFor(async () => {
       const [fa, fb] = await Promise.all([http('GET', `${A}${fq}`), http('GET', `${B}${fq}`)]);
@@ -236,7 +237,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     await svc1.stop();
 
     // A point only Kafka knows: 30 days old, older than the exchange's history the service fetches.
-    const old = Math.floor(Date.now() / 1000 / 3600) * 3600 - 30 * 86400;
+    const old = Math.floor(testNowS() / 3600) * 3600 - 30 * 86400;
     const side = new MarketCache(systemClock, 30);
     const pub = new KafkaPublisher({ brokers, prefix, clientId: 'restart-test' }).start(side.updates$);
     side.addFunding(fundingPoint(old, 1.234e-5));

@@ -13,6 +13,7 @@ import { startBybitSimulator, type BybitSimulator, type BybitSimulatorOptions } 
 import { BYBIT_VIEW } from '../../adapters/simulator/exchangeView.js';
 import { getJson, WsClient, type Msg } from './exchangeClient.js';
 import { N, refBlack76, refD1, sleep, waitFor } from './helpers.js';
+import { testClockMs } from '../helpers/simClock.js';
 
 const docs = JSON.parse(readFileSync(`${EXCHANGE_SAMPLES_DIR}/bybit/bybit-docs__examples.json`, 'utf8')).examples as Record<string, Msg>;
 const tardisOption = JSON.parse(readFileSync(`${EXCHANGE_SAMPLES_DIR}/bybit/tardis-node__option-tickers_2023-04-05.jsonl`, 'utf8').split('\n')[0]!);
@@ -31,7 +32,7 @@ afterEach(async () => {
 });
 
 async function start(opts: BybitSimulatorOptions = {}): Promise<BybitSimulator> {
-  const sim = await startBybitSimulator({ port: 0, ...opts });
+  const sim = await startBybitSimulator({ port: 0, clock: testClockMs, ...opts });
   sims.push(sim);
   return sim;
 }

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDeribitSimulator, type DeribitSimulator } from '../../adapters/simulator/deribitServer.js';
 import { N, refBlack76, refD1, RpcClient, sleep, waitFor, type Msg } from './helpers.js';
+import { testClockMs } from '../helpers/simClock.js';
 
 const SAMPLES = `${EXCHANGE_SAMPLES_DIR}/deribit`;
 const lines = (f: string): Msg[] =>
@@ -30,7 +31,7 @@ afterEach(async () => {
 });
 
 async function start(opts: Parameters<typeof startDeribitSimulator>[0] = {}): Promise<{ sim: DeribitSimulator; c: RpcClient }> {
-  const sim = await startDeribitSimulator({ port: 0, ...opts });
+  const sim = await startDeribitSimulator({ port: 0, clock: testClockMs, ...opts });
   sims.push(sim);
   const c = await RpcClient.connect(sim.url);
   clients.push(c);
@@ -54,8 +55,8 @@ describe('Deribit simulator: JSON-RPC methods', () => {
     expect(Number.isInteger(r.usIn) && Number.isInteger(r.usOut)).toBe(true);
     expect(r.usDiff).toBe(r.usOut - r.usIn);
     expect(r.usDiff).toBeGreaterThanOrEqual(0);
-    expect(Math.abs(r.usIn / 1000 - Date.now())).toBeLessThan(60_000); // microseconds of the clock
-    const now = Date.now();
+    expect(Math.abs(r.usIn / 1000 - testClockMs())).toBeLessThan(60_000); // microseconds of the clock
+    const now = testClockMs();
     const recorded: Msg[] = JSON.parse(readFileSync(`${SAMPLES}/crypto-market-raw-data__get_instruments_option_BTC+ETH_2025-05-08.json`, 'utf8'));
     const spot = sim.market.spot('BTC');
     expect(r.result.length).toBeGreaterThan(400);
@@ -86,7 +87,7 @@ describe('Deribit simulator: JSON-RPC methods', () => {
 
   it('answers public/get_funding_rate_history with hourly points in Deribit units, and public/get_index_price', async () => {
     const { sim, c } = await start();
-    const end = Date.now();
+    const end = testClockMs();
     const startTs = end - 24 * 3_600_000;
     const r = await c.call('public/get_funding_rate_history', { instrument_name: 'BTC-PERPETUAL', start_timestamp: startTs, end_timestamp: end });
     const docs = JSON.parse(readFileSync(`${SAMPLES}/deribit-docs__openapi-response-examples.json`, 'utf8')).examples['/public/get_funding_rate_history'].result[0];

@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDeribitSimulator, type DeribitSimulator } from '../../adapters/simulator/deribitServer.js';
 import { RpcClient, sleep, waitFor } from './helpers.js';
+import { testClockMs } from '../helpers/simClock.js';
 
 let sim: DeribitSimulator | null = null;
 let clients: RpcClient[] = [];
@@ -16,7 +17,7 @@ afterEach(async () => {
 });
 
 async function setup(n = 1, opts: Parameters<typeof startDeribitSimulator>[0] = {}): Promise<{ sim: DeribitSimulator; cs: RpcClient[] }> {
-  sim = await startDeribitSimulator({ port: 0, ...opts });
+  sim = await startDeribitSimulator({ port: 0, clock: testClockMs, ...opts });
   const cs: RpcClient[] = [];
   for (let i = 0; i < n; i++) cs.push(await RpcClient.connect(sim.url));
   clients.push(...cs);

@@ -13,6 +13,7 @@ import { Market } from '../../adapters/simulator/market.js';
 import { startOkxSimulator, type OkxSimulator, type OkxSimulatorOptions } from '../../adapters/simulator/okxServer.js';
 import { getJson, WsClient, type Msg } from './exchangeClient.js';
 import { N, refBlack76, refD1, sleep, waitFor } from './helpers.js';
+import { testClockMs } from '../helpers/simClock.js';
 
 const SAMPLES = `${EXCHANGE_SAMPLES_DIR}/okx`;
 const real = (f: string): Msg[] => JSON.parse(readFileSync(`${SAMPLES}/${f}`, 'utf8'));
@@ -32,7 +33,7 @@ afterEach(async () => {
 });
 
 async function start(opts: OkxSimulatorOptions = {}): Promise<OkxSimulator> {
-  const sim = await startOkxSimulator({ port: 0, ...opts });
+  const sim = await startOkxSimulator({ port: 0, clock: testClockMs, ...opts });
   sims.push(sim);
   return sim;
 }
