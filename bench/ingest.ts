@@ -20,7 +20,7 @@ import { normalizeDeribit } from '../adapters/deribit/normalize.js';
 import { okxNormalizer } from '../adapters/okx/normalize.js';
 import { bybitNormalizer } from '../adapters/bybit/normalize.js';
 import { parseJsonlLine } from '../adapters/replay/jsonl.js';
-import type { Normalizer } from '../adapters/types.js';
+import type { Normalizer } from '../src/domain/feeds.js';
 import { QUICK, type BenchRow } from './lib.js';
 
 const root = new URL('../', import.meta.url).pathname;

@@ -3,7 +3,7 @@
  * Usage: `npx tsx scripts/gen-events-doc.ts` (writes) or `npx tsx scripts/gen-events-doc.ts --check` (exit 1 if stale).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { renderEventSchemasSection, replaceGeneratedSection } from '../src/publish/eventsDoc.js';
+import { renderEventSchemasSection, replaceGeneratedSection } from '../src/kafka/eventsDoc.js';
 
 const path = new URL('../docs/events.md', import.meta.url);
 const doc = readFileSync(path, 'utf8');

@@ -18,7 +18,7 @@ import {
   type ForwardCurveMessage,
   type FundingUpdateMessage,
   type SurfaceSnapshotMessage,
-} from '../src/publish/schemas.js';
+} from '../src/kafka/schemas.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string): string | undefined => {

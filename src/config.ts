@@ -7,7 +7,7 @@
 import { z } from 'zod';
 import { resolveSource, type Source } from './domain/markets.js';
 import { parseStartTime } from './domain/clock.js';
-import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './publish/config.js';
+import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './kafka/config.js';
 import { SECURITY_CONFIG_SHAPE, securityConfigIssue } from './api/plugins/securityConfig.js';
 
 const bool = z.stringbool();

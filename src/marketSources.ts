@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Config } from './config.js';
 import type { Clock, MarketClock } from './domain/clock.js';
 import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
-import type { MarketFeed } from '../adapters/types.js';
+import type { MarketFeed } from './domain/feeds.js';
 import { OkxFeed, type OkxFeedOptions } from '../adapters/okx/feed.js';
 import { BybitFeed, type BybitFeedOptions } from '../adapters/bybit/feed.js';
 import { exchangeReplayFeed } from '../adapters/replay/exchanges.js';

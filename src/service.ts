@@ -23,11 +23,12 @@ import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationWorker } from '../streams/calibrationPool.js';
 import { prepareSimulatedHistory, type SimulatedHistory } from '../streams/simulatedHistory.js';
 import { surfaceHistoryFor } from './cache/history.js';
-import type { MarketFeed } from '../adapters/types.js';
+import type { MarketFeed } from './domain/feeds.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
-import { buildHealthApp, startKafkaRole, type KafkaWiring } from './publish/wiring.js';
+import { startKafkaRole, type KafkaWiring } from './kafka/wiring.js';
+import { buildHealthApp } from './api/healthApp.js';
 import { expectedPairs, liveOkxBybitFeeds, replayFeeds, startSimulatedOkxBybit, type OkxBybitOverrides, type SimulatedOkxBybit } from './marketSources.js';
 
 /** A running service. */

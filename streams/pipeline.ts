@@ -19,13 +19,10 @@ import { ChainState } from './chainState.js';
 import { buildSnapshots, ChainFitter, type ChainFit, type CalibrationResult } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 import { latestWins } from './operators.js';
+import type { Logger } from '../src/domain/logger.js';
 
-/** Minimal logger (pino-compatible). */
-export interface PipelineLogger {
-  info(obj: Record<string, unknown>, msg: string): void;
-  warn(obj: Record<string, unknown>, msg: string): void;
-  error(obj: Record<string, unknown>, msg: string): void;
-}
+/** What the pipeline needs of a logger. */
+export type PipelineLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
 
 export interface PipelineOptions {
   readonly cache: MarketCache;

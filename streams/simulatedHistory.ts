@@ -43,7 +43,7 @@ import { BybitChains } from '../adapters/simulator/bybitChains.js';
 import { linearRecord, optionTickerData } from '../adapters/simulator/bybitMessages.js';
 import { OkxNormalizer, normalizeOkxInstruments } from '../adapters/okx/normalize.js';
 import { BybitNormalizer, normalizeBybitInstruments } from '../adapters/bybit/normalize.js';
-import type { Normalizer } from '../adapters/types.js';
+import type { Normalizer } from '../src/domain/feeds.js';
 import { ChainState, type ChainView } from './chainState.js';
 import { buildSnapshots, type ChainFit, type ChainFitter } from './calibrate.js';
 

@@ -38,7 +38,7 @@ import {
   type ReconnectingTransportOptions,
   type TransportStateChange,
 } from '../shared/transport.js';
-import type { FeedStats, MarketFeed } from '../types.js';
+import type { FeedStats, MarketFeed } from '../../src/domain/feeds.js';
 import type { BybitSymbol } from './instruments.js';
 import {
   BybitDropKinds,

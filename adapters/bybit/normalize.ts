@@ -51,7 +51,7 @@ import {
   type DroppedItem,
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
-import type { NormalizeResult, Normalizer } from '../types.js';
+import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseBybitSymbol, pairOfBaseCoin, type BybitSymbol } from './instruments.js';
 import {
   BybitInstrumentSchema,

@@ -34,7 +34,7 @@ import {
   type ReconnectingTransportOptions,
   type TransportStateChange,
 } from '../shared/transport.js';
-import type { FeedStats, MarketFeed } from '../types.js';
+import type { FeedStats, MarketFeed } from '../../src/domain/feeds.js';
 import { indexNameOf, parseInstrumentName, perpetualOf, type DeribitInstrument } from './instruments.js';
 import { DropKinds, normalizeDeribit, normalizeFundingHistory, normalizeInstrumentList } from './normalize.js';
 import { RpcErrorObjectSchema, SubscribeResultSchema, rpcRequest } from './wire.js';

@@ -37,7 +37,7 @@ import {
   type DroppedItem,
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
-import type { NormalizeResult, Normalizer } from '../types.js';
+import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseInstrumentName, pairOfIndexName, type DeribitInstrument } from './instruments.js';
 import {
   FundingPointSchema,

@@ -39,7 +39,7 @@ import {
   type ReconnectingTransportOptions,
   type TransportStateChange,
 } from '../shared/transport.js';
-import type { FeedStats, MarketFeed } from '../types.js';
+import type { FeedStats, MarketFeed } from '../../src/domain/feeds.js';
 import { familyOf, swapOf } from './instruments.js';
 import { OkxDropKinds, OkxNormalizer, normalizeOkxFundingHistory, normalizeOkxInstruments } from './normalize.js';
 import {

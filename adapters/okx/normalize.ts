@@ -53,7 +53,7 @@ import {
   type DroppedItem,
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
-import type { NormalizeResult, Normalizer } from '../types.js';
+import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseOkxInstId, pairOfFamily, type OkxInstrument } from './instruments.js';
 import {
   FundingHistoryItemSchema,

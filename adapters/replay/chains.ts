@@ -38,6 +38,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
+import { SECONDS_PER_YEAR } from '../../src/domain/time.js';
 
 /** Folder of the recorded exchange samples (override with env EXCHANGE_SAMPLES_DIR). */
 export const EXCHANGE_SAMPLES_DIR =
@@ -561,7 +562,7 @@ export function otmQuotesByExpiry(chain: OptionChain): ExpiryQuotes[] {
   }
   const out: ExpiryQuotes[] = [];
   for (const [exp, opts] of [...byExp.entries()].sort((a, b) => a[0] - b[0])) {
-    const T = (exp - chain.observationTimestamp) / (365 * 86400);
+    const T = (exp - chain.observationTimestamp) / SECONDS_PER_YEAR;
     if (!(T > 0)) continue;
     const fs = opts.map((o) => o.forward).sort((a, b) => a - b);
     const h = fs.length >> 1;

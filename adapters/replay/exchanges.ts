@@ -26,7 +26,7 @@ import { bybitNormalizer } from '../bybit/normalize.js';
 import { parseOkxInstId } from '../okx/instruments.js';
 import { okxNormalizer } from '../okx/normalize.js';
 import type { Logger } from '../shared/transport.js';
-import type { Normalizer } from '../types.js';
+import type { Normalizer } from '../../src/domain/feeds.js';
 import { ReplayFeed, messageTimeS } from './replayFeed.js';
 
 const SECONDS_PER_YEAR = 365 * 86_400;

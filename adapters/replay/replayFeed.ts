@@ -22,7 +22,7 @@ import type { Source } from '../../src/domain/markets.js';
 import { normalizeDeribit } from '../deribit/normalize.js';
 import { DropCounter } from '../shared/drops.js';
 import { silentLogger, type Logger } from '../shared/transport.js';
-import type { FeedStats, MarketFeed, Normalizer } from '../types.js';
+import type { FeedStats, MarketFeed, Normalizer } from '../../src/domain/feeds.js';
 import { parseJsonlLine, readLines } from './jsonl.js';
 
 export interface ReplayFeedOptions {

@@ -1,10 +1,12 @@
+import type { Logger } from '../../src/domain/logger.js';
+
+/** What the drop counter needs of a logger. */
+export type DropLogger = Pick<Logger, 'warn'>;
+
 /**
- * Counts dropped exchange messages by kind and logs each kind once (../shared/spec: "a malformed
+ * Counts dropped exchange messages by kind and logs each kind once (the contract: "a malformed
  * exchange message is counted, logged once per kind, and dropped, never a crash").
  */
-export interface DropLogger {
-  warn(obj: Record<string, unknown>, msg: string): void;
-}
 
 export class DropCounter {
   private readonly counts = new Map<string, number>();

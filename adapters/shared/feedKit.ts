@@ -10,7 +10,7 @@
 import { Subject, type Observable } from 'rxjs';
 import type { MarketEvent } from '../../src/domain/events.js';
 import type { Source } from '../../src/domain/markets.js';
-import type { FeedStats, MarketFeed, NormalizeResult } from '../types.js';
+import type { FeedStats, MarketFeed, NormalizeResult } from '../../src/domain/feeds.js';
 import { DropCounter, type DropLogger } from './drops.js';
 import { CommonDropKinds } from './normalizeKit.js';
 

@@ -9,7 +9,7 @@
  */
 import type { FundingRate, InstrumentDefinition } from '../../src/domain/events.js';
 import type { Pair, Source } from '../../src/domain/markets.js';
-import type { Normalizer } from '../types.js';
+import type { Normalizer } from '../../src/domain/feeds.js';
 
 /** One hour in milliseconds (exchange funding times are ms). */
 export const HOUR_MS = 3_600_000;

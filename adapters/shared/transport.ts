@@ -24,16 +24,11 @@
  */
 import WebSocket from 'ws';
 import { Subject, type Observable } from 'rxjs';
+import { silentLogger, type Logger as DomainLogger } from '../../src/domain/logger.js';
 
-/** A pino-like logger: `logger.warn({ ...fields }, 'message')`. */
-export interface Logger {
-  info(obj: Record<string, unknown>, msg: string): void;
-  warn(obj: Record<string, unknown>, msg: string): void;
-  error(obj: Record<string, unknown>, msg: string): void;
-}
-
-/** A logger that discards everything. */
-export const silentLogger: Logger = { info: () => {}, warn: () => {}, error: () => {} };
+/** What the adapters need of a logger (the code base's one Logger, src/domain/logger.ts). */
+export type Logger = Pick<DomainLogger, 'info' | 'warn' | 'error'>;
+export { silentLogger };
 
 /** Connection state of a transport. `closed` = between connections (a retry is scheduled); `stopped` = for good. */
 export type TransportState = 'connecting' | 'open' | 'closed' | 'stopped';

@@ -28,6 +28,7 @@ import { smileFigures } from '../quant/smileFigures.js';
 import type { Pair, Source } from '../domain/markets.js';
 import type { MarketCache } from './marketCache.js';
 import { surfaceKey, type ForwardCurveView, type IvSummary, type IvSummaryEntry, type SurfaceSnapshot, type SurfaceView, type VolatilityModel } from './snapshot.js';
+import { SECONDS_PER_YEAR } from '../domain/time.js';
 
 /** Constant maturities of the volatility summary (interface-spec "constMat (volatility summary)"). */
 export const IV_SUMMARY_CONST_MATS = ['1W', '2W', '1M', '2M', '3M', '6M', '9M'] as const;
@@ -38,8 +39,7 @@ export const DIFF_HORIZON_S = 86400;
 /** Largest distance between observationTimestamp - 24 h and the history point used, seconds. */
 export const DIFF_TOLERANCE_S = 1800;
 
-const YEAR_S = 365 * 86400;
-const SMALLEST_T = 1 / YEAR_S;
+const SMALLEST_T = 1 / SECONDS_PER_YEAR;
 
 export type { IvSummary, IvSummaryEntry };
 

@@ -13,13 +13,13 @@
  * delta) - vol(put at delta); butterfly = (vol(call) + vol(put)) / 2 - ATM vol; the put at delta d is the
  * strike of call delta 1 - d (forward Black delta, no premium adjustment). IVs are fractions, times Unix s.
  */
-import type { FeedStats } from '../../adapters/types.js';
+import type { FeedStats } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import { VOLATILITY_MODELS, type SurfaceSnapshot, type VolatilityModel } from '../cache/snapshot.js';
 import { pairLabel, resolveSource, SUPPORTED_PAIRS, type Pair, type Source } from '../domain/markets.js';
-import { expiryPoint, MIN_T_YEARS, SECONDS_PER_YEAR } from '../api/market.js';
+import { expiryPoint, MIN_T_YEARS } from '../cache/expiryPoint.js';
+import { SECONDS_PER_YEAR } from '../domain/time.js';
 import { strikeFromDelta } from '../quant/strikeFromDelta.js';
-import type { FeedRates } from '../metrics/feedRates.js';
 
 /** The (source, pair, model) the dashboard shows. */
 export interface DashboardSelection {
@@ -230,8 +230,14 @@ function smiles(snap: SurfaceSnapshot, models: readonly SurfaceSnapshot[]): Smil
   });
 }
 
+/** Message rates of the feeds (src/metrics/feedRates.ts implements it): messages/s of the counter `key` whose
+ * cumulative count is `messages` at `nowS` (Unix s); null before a second reading. */
+export interface MessageRates {
+  rate(key: string, messages: number, nowS: number): number | null;
+}
+
 /** The feed-status panel: one row per feed. */
-export function feedPanel(cache: MarketCache, stats: readonly FeedStats[], rates: FeedRates, wallNowS: number): FeedPanel[] {
+export function feedPanel(cache: MarketCache, stats: readonly FeedStats[], rates: MessageRates, wallNowS: number): FeedPanel[] {
   return stats.map((s) => {
     const pairs = cache.expected().filter((p) => p.source === s.source);
     const reasons = pairs.map((p) => ({ p: pairLabel(p.pair), u: cache.unavailable(p.source, p.pair, null) }));

@@ -5,7 +5,7 @@
  * dashboard from it (src/api/plugins/monitoring.ts).
  */
 import type { Observable } from 'rxjs';
-import type { FeedStats, MarketFeed } from '../../adapters/types.js';
+import type { FeedStats, MarketFeed } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import type { Clock } from '../domain/clock.js';
 import type { MarketEvent } from '../domain/events.js';

@@ -25,12 +25,12 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Subscription } from 'rxjs';
-import type { FeedStats, MarketFeed } from '../../adapters/types.js';
+import type { FeedStats, MarketFeed } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import type { SurfaceSnapshot } from '../cache/snapshot.js';
 import type { Clock } from '../domain/clock.js';
 import { pairLabel } from '../domain/markets.js';
-import type { KindCounts, PublisherStats } from '../publish/publisher.js';
+import type { KindCounts, PublisherStats } from '../kafka/publisher.js';
 import type { CalibrationResult } from '../../streams/calibrate.js';
 import { FeedRates } from './feedRates.js';
 

@@ -12,11 +12,10 @@ import { buffer, debounceTime, filter, share, Subscription, type Observable } fr
 import type { FundingRate, InstrumentDefinition, MarketEvent } from '../domain/events.js';
 import type { CacheUpdate } from '../cache/marketCache.js';
 import type { Source } from '../domain/markets.js';
+import type { Logger } from '../domain/logger.js';
 
-/** A pino-like logger. */
-export interface StartupLogger {
-  info(obj: Record<string, unknown>, msg: string): void;
-}
+/** What the start-up log needs of a logger. */
+export type StartupLogger = Pick<Logger, 'info'>;
 
 /** A running start-up log; close() stops listening. */
 export interface StartupLog {

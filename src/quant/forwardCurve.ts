@@ -16,6 +16,7 @@
  * 12M): 1D = 1 day, 1W = 7, 2W = 14, n months = round(n·365/12) days (ACT/365 months), see
  * {@link CONST_MAT_DAYS}.
  */
+import { SECONDS_PER_YEAR } from '../domain/time.js';
 
 /** Calendar days of each constant maturity: 1D, 1W, 2W, and n months = round(n · 365 / 12) days. */
 export const CONST_MAT_DAYS = Object.freeze({
@@ -59,7 +60,6 @@ export interface ConstMatYield {
   readonly value: number;
 }
 
-const YEAR_S = 365 * 86400;
 
 /**
  * Immutable forward curve (module docstring for definitions and sources).
@@ -137,7 +137,7 @@ export class ForwardCurve {
     return (Object.entries(CONST_MAT_DAYS) as [ConstMat, number][]).map(([constMat, days]) => ({
       expirationTimestamp: observationTimestamp + days * 86400,
       constMat,
-      value: this.yieldAt((days * 86400) / YEAR_S),
+      value: this.yieldAt((days * 86400) / SECONDS_PER_YEAR),
     }));
   }
 }

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MarketEventSchema, type FutureQuote, type MarketEvent, type OptionQuote } from '../../src/domain/events.js';
 import { DropKinds, normalizeDeribit, normalizeFundingHistory, normalizeInstrumentList } from '../../adapters/deribit/normalize.js';
-import type { NormalizeResult } from '../../adapters/types.js';
+import type { NormalizeResult } from '../../src/domain/feeds.js';
 
 const fixture = (name: string): unknown[] =>
   readFileSync(new URL(`../fixtures/deribit/${name}`, import.meta.url), 'utf8')

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
-import { expiryPoint } from '../../src/api/market.js';
+import { expiryPoint } from '../../src/cache/expiryPoint.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import type { SurfaceSnapshot } from '../../src/cache/snapshot.js';
 import { MarketClock } from '../../src/domain/clock.js';

@@ -22,7 +22,7 @@ import { OkxDropKinds, okxNormalizer } from '../../adapters/okx/normalize.js';
 import { BybitDropKinds, bybitNormalizer } from '../../adapters/bybit/normalize.js';
 import { parseJsonlLine } from '../../adapters/replay/jsonl.js';
 import { DropCounter } from '../../adapters/shared/drops.js';
-import type { Normalizer } from '../../adapters/types.js';
+import type { Normalizer } from '../../src/domain/feeds.js';
 import { MarketEventSchema } from '../../src/domain/events.js';
 import { FuzzRng, mutateJson, mutateText } from './mutate.js';
 

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { afterEach } from 'vitest';
 import { WebSocketServer, type WebSocket as ServerSocket } from 'ws';
-import type { MarketFeed } from '../../adapters/types.js';
+import type { MarketFeed } from '../../src/domain/feeds.js';
 import type { MarketEvent } from '../../src/domain/events.js';
 
 /** Work to undo after the current test (run last-in first-out by {@link useCleanups}'s afterEach). */

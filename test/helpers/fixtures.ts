@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
-import type { NormalizeResult } from '../../adapters/types.js';
+import type { NormalizeResult } from '../../src/domain/feeds.js';
 import { MarketEventSchema, type MarketEvent } from '../../src/domain/events.js';
 
 /** A fixture folder under test/fixtures. */

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { parseBrokers } from '../../src/publish/config.js';
+import { parseBrokers } from '../../src/kafka/config.js';
 
 describe('Kafka configuration', () => {
   it('defaults: no Kafka, ROLE=all, 3 partitions, replication 1, empty prefix', () => {

@@ -13,9 +13,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { systemClock } from '../../src/domain/clock.js';
-import { KafkaPublisher } from '../../src/publish/publisher.js';
-import { topicNames } from '../../src/publish/topics.js';
-import type { SurfaceSnapshotMessage } from '../../src/publish/schemas.js';
+import { KafkaPublisher } from '../../src/kafka/publisher.js';
+import { topicNames } from '../../src/kafka/topics.js';
+import type { SurfaceSnapshotMessage } from '../../src/kafka/schemas.js';
 import { consumeUntil, eventually, fundingPoint, makeSnapshots, startRestartableBroker } from './helpers.js';
 import { http, startTestService } from '../helpers/service.js';
 

@@ -11,9 +11,9 @@ import { ensureKafka } from '../setup/kafka.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { summarizeSurface, surfaceHistoryFor, withDiffs } from '../../src/cache/history.js';
 import { systemClock } from '../../src/domain/clock.js';
-import { KafkaPublisher } from '../../src/publish/publisher.js';
-import { topicNames } from '../../src/publish/topics.js';
-import { startKafkaRole } from '../../src/publish/wiring.js';
+import { KafkaPublisher } from '../../src/kafka/publisher.js';
+import { topicNames } from '../../src/kafka/topics.js';
+import { startKafkaRole } from '../../src/kafka/wiring.js';
 import { waitFor } from '../helpers/service.js';
 import { makeSnapshots } from './helpers.js';
 

@@ -14,16 +14,16 @@ import { ConfigResourceTypes, Kafka, logLevel } from 'kafkajs';
 import { ensureKafka } from '../setup/kafka.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { systemClock } from '../../src/domain/clock.js';
-import { KafkaPublisher, percentile } from '../../src/publish/publisher.js';
+import { KafkaPublisher, percentile } from '../../src/kafka/publisher.js';
 import {
   ForwardCurveMessageSchema,
   FundingUpdateMessageSchema,
   SurfaceSnapshotMessageSchema,
   type SurfaceSnapshotMessage,
-} from '../../src/publish/schemas.js';
-import { topicNames } from '../../src/publish/topics.js';
-import { surfaceFromMessage } from '../../src/replica/rebuild.js';
-import { restoreFundingHistory, restoreSurfaceHistory } from '../../src/replica/history.js';
+} from '../../src/kafka/schemas.js';
+import { topicNames } from '../../src/kafka/topics.js';
+import { surfaceFromMessage } from '../../src/kafka/rebuild.js';
+import { restoreFundingHistory, restoreSurfaceHistory } from '../../src/kafka/history.js';
 import type { SurfaceSnapshot } from '../../src/cache/snapshot.js';
 import { consumeUntil, fundingPoint, makeSnapshots, type Rec } from './helpers.js';
 

@@ -14,9 +14,9 @@ import {
   fundingToMessage,
   messageToFunding,
   surfaceToMessage,
-} from '../../src/publish/schemas.js';
-import { renderEventSchemasSection, replaceGeneratedSection } from '../../src/publish/eventsDoc.js';
-import { forwardCurveFromMessage, surfaceFromMessage } from '../../src/replica/rebuild.js';
+} from '../../src/kafka/schemas.js';
+import { renderEventSchemasSection, replaceGeneratedSection } from '../../src/kafka/eventsDoc.js';
+import { forwardCurveFromMessage, surfaceFromMessage } from '../../src/kafka/rebuild.js';
 import { sviTotalVariance } from '../../src/quant/svi.js';
 import { fundingPoint, makeSnapshots } from './helpers.js';
 

@@ -19,8 +19,8 @@ import { http, startTestService, waitFor } from '../helpers/service.js';
 import type { RunningService } from '../../src/service.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { systemClock } from '../../src/domain/clock.js';
-import { KafkaPublisher } from '../../src/publish/publisher.js';
-import { topicNames } from '../../src/publish/topics.js';
+import { KafkaPublisher } from '../../src/kafka/publisher.js';
+import { topicNames } from '../../src/kafka/topics.js';
 import {
   ForwardCurveMessageSchema,
   FundingUpdateMessageSchema,
@@ -28,7 +28,7 @@ import {
   type ForwardCurveMessage,
   type FundingUpdateMessage,
   type SurfaceSnapshotMessage,
-} from '../../src/publish/schemas.js';
+} from '../../src/kafka/schemas.js';
 import { consumeUntil, fundingPoint, type Rec } from './helpers.js';
 import { testNowS } from '../helpers/simClock.js';
 

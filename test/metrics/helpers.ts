@@ -3,7 +3,7 @@
  * ForwardCurve), a fake feed whose stats the test sets, and a Prometheus text parser.
  */
 import { Subject } from 'rxjs';
-import type { FeedStats, MarketFeed } from '../../adapters/types.js';
+import type { FeedStats, MarketFeed } from '../../src/domain/feeds.js';
 import type { ExpirySlice, ForwardPoint, SurfaceSnapshot, VolatilityModel } from '../../src/cache/snapshot.js';
 import type { MarketEvent } from '../../src/domain/events.js';
 import type { Pair, Source } from '../../src/domain/markets.js';

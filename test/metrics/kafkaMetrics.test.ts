@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { topicNames } from '../../src/publish/topics.js';
+import { topicNames } from '../../src/kafka/topics.js';
 import type { RunningService } from '../../src/service.js';
 import { ensureKafka } from '../setup/kafka.js';
 import { startTestService, waitFor } from '../helpers/service.js';

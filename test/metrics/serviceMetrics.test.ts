@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MarketCache } from '../../src/cache/marketCache.js';
-import type { PublisherStats } from '../../src/publish/publisher.js';
+import type { PublisherStats } from '../../src/kafka/publisher.js';
 import { expiryLabel, isRepairedFit, ServiceMetrics, skipReasonLabel, UNMATCHED_ROUTE } from '../../src/metrics/serviceMetrics.js';
 import { FeedRates } from '../../src/metrics/feedRates.js';
 import type { CalibrationResult } from '../../streams/calibrate.js';

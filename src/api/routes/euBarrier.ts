@@ -13,7 +13,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { resolveSource, type Pair } from '../../domain/markets.js';
 import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
-import { expiryPoint } from '../market.js';
+import { expiryPoint } from '../../cache/expiryPoint.js';
 import { assertServable, checkExpiry, checkModel, checkUniqueIds, DetailCollector } from '../rules.js';
 import { EuBarrierBody } from '../scenarioSchemas.js';
 

@@ -8,11 +8,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
 import { ApiError } from '../errors.js';
-import { expiryPoint } from '../market.js';
+import { expiryPoint } from '../../cache/expiryPoint.js';
 import { ByDeltaBody, ByStrikeBody } from '../schemas.js';
 import { assertServable, checkExpiry, checkModel, checkUniqueIds, DetailCollector, resolvePair } from '../rules.js';
 import type { Pair, Source } from '../../domain/markets.js';
 import type { VolatilityModel } from '../../cache/snapshot.js';
+import { MIN_T_YEARS } from '../../cache/expiryPoint.js';
 
 interface IvItemBase {
   instrumentId: string;
@@ -76,7 +77,7 @@ export const ivRoutes =
           const { point } = resolved[i]!;
           let strike: number;
           try {
-            strike = strikeFromDelta(it.delta, point.forward, Math.max(point.T, 1 / (365 * 86400)), point.vol);
+            strike = strikeFromDelta(it.delta, point.forward, Math.max(point.T, MIN_T_YEARS), point.vol);
           } catch (err) {
             throw new ApiError(400, `no strike has call delta ${it.delta} on the ${it.volatilityModel} smile of that expiry: ${(err as Error).message}`, [
               { path: `[${i}].delta`, message: 'No strike has this delta on the smile' },

@@ -18,7 +18,8 @@ import type { VolatilityModel } from '../../cache/snapshot.js';
 import type { Pair, Source } from '../../domain/markets.js';
 import { scenarioFigures, scenarioLadder, type ScenarioCell, type ScenarioPosition, type ScenarioRow } from '../../quant/scenarios.js';
 import { advancedVolShock, daysToExpiry, shiftedVol, type VolShockParams } from '../../quant/volShock.js';
-import { expiryPoint, SECONDS_PER_YEAR } from '../market.js';
+import { expiryPoint } from '../../cache/expiryPoint.js';
+import { SECONDS_PER_YEAR } from '../../domain/time.js';
 import {
   assertServable,
   checkExpiry,

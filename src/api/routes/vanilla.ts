@@ -8,7 +8,7 @@ import type { MarketCache } from '../../cache/marketCache.js';
 import { valueVanilla } from '../../quant/vanilla.js';
 import type { Pair, Source } from '../../domain/markets.js';
 import { VanillaBody } from '../schemas.js';
-import { expiryPoint } from '../market.js';
+import { expiryPoint } from '../../cache/expiryPoint.js';
 import {
   assertServable,
   checkExpiry,

@@ -23,7 +23,7 @@ import {
   FundingUpdateMessageSchema,
   SurfaceSnapshotMessageSchema,
   messageToFunding,
-} from '../publish/schemas.js';
+} from './schemas.js';
 import {
   backoffMs,
   ensureTopics,
@@ -34,7 +34,7 @@ import {
   uniqueGroupId,
   type KafkaLogger,
   type TopicSettings,
-} from '../publish/topics.js';
+} from './topics.js';
 import { forwardCurveFromMessage, surfaceFromMessage } from './rebuild.js';
 
 export interface KafkaReplicaOptions extends TopicSettings {

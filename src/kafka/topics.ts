@@ -16,17 +16,11 @@ import kafkajs, { logLevel, type Admin, type Kafka, type KafkaConfig, type LogEn
 // kafkajs is CommonJS: Node's ESM loader exposes only some of its exports by name (not ConfigResourceTypes).
 const { ConfigResourceTypes } = kafkajs;
 import { TOPICS, type TopicName } from './schemas.js';
+import { silentLogger, type Logger } from '../domain/logger.js';
 
-/** Minimal structured logger (pino-compatible). */
-export interface KafkaLogger {
-  debug(obj: Record<string, unknown>, msg: string): void;
-  info(obj: Record<string, unknown>, msg: string): void;
-  warn(obj: Record<string, unknown>, msg: string): void;
-  error(obj: Record<string, unknown>, msg: string): void;
-}
-
-/** A logger that drops everything. */
-export const silentLogger: KafkaLogger = { debug() {}, info() {}, warn() {}, error() {} };
+/** The Kafka side's logger: the code base's one {@link Logger}. */
+export type KafkaLogger = Logger;
+export { silentLogger };
 
 /** Topic settings shared by the publisher and the replica (both create missing topics the same way). */
 export interface TopicSettings {

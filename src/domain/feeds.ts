@@ -6,8 +6,8 @@
  * `events$`. Source: ../shared/design.md; tardis-node's mapper/realtimefeed split (../shared/style.md).
  */
 import type { Observable } from 'rxjs';
-import type { MarketEvent } from '../src/domain/events.js';
-import type { Source } from '../src/domain/markets.js';
+import type { MarketEvent } from './events.js';
+import type { Source } from './markets.js';
 
 /** Result of normalizing one raw wire message. */
 export type NormalizeResult =

@@ -4,20 +4,17 @@
  *   history into the cache's FundingStore on its first connection (without re-emitting those points);
  * - `api`: a KafkaReplica filling the cache from the topics (KAFKA_BROKERS required);
  * - no KAFKA_BROKERS (all/calibrator): nothing.
- * Also the health-only HTTP app of ROLE=calibrator. Called by src/service.ts; the service starts this BEFORE its feeds,
+ * Called by src/service.ts; the service starts this BEFORE its feeds,
  * so that the publisher sees every cache write.
  */
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../cache/marketCache.js';
-import { installErrorHandling } from '../api/errors.js';
-import { healthRoutes } from '../api/routes/health.js';
 import { KafkaPublisher } from './publisher.js';
-import { KafkaReplica } from '../replica/replica.js';
+import { KafkaReplica } from './replica.js';
 import { parseBrokers, type KafkaRoleConfig } from './config.js';
 import type { KafkaLogger } from './topics.js';
-import { restoreSurfaceHistory } from '../replica/history.js';
+import { restoreSurfaceHistory } from './history.js';
 import { surfaceHistoryFor } from '../cache/history.js';
+import type { ChildLogger } from '../domain/logger.js';
 
 /**
  * Restore the last 25 h of the `surface-history` topic into the cache's 24 h history (src/cache/history.ts), in the
@@ -40,10 +37,7 @@ export interface KafkaWiring {
   close(timeoutMs?: number): Promise<void>;
 }
 
-/** A pino-like logger with child(). */
-export interface ChildLogger extends KafkaLogger {
-  child(bindings: Record<string, unknown>): KafkaLogger;
-}
+export type { ChildLogger };
 
 /**
  * Start the Kafka side of the service for `config.ROLE`. Returns at once: connection and topic creation happen in
@@ -87,18 +81,3 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
   };
 }
 
-/**
- * The HTTP app of ROLE=calibrator: `/health` and `/ready` only (same handlers and error shape as the full API).
- */
-export async function buildHealthApp(cache: MarketCache, logger?: FastifyServerOptions['loggerInstance'] | false): Promise<FastifyInstance> {
-  const app = Fastify({
-    ...(logger ? { loggerInstance: logger } : { logger: false }),
-    requestTimeout: 10_000,
-    return503OnClosing: true,
-  }).withTypeProvider<ZodTypeProvider>();
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
-  installErrorHandling(app);
-  await app.register(healthRoutes(cache));
-  return app;
-}

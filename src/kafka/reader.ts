@@ -8,7 +8,7 @@
  * the read began are not delivered (the caller's live path sees them).
  */
 import type { Kafka, KafkaMessage } from 'kafkajs';
-import { silentLogger, uniqueGroupId, type KafkaLogger } from '../publish/topics.js';
+import { silentLogger, uniqueGroupId, type KafkaLogger } from './topics.js';
 
 /** One record delivered by {@link readTopicsToEnd}. */
 export interface ReadRecord {

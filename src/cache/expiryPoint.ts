@@ -1,12 +1,10 @@
 /**
  * Reading one calibrated snapshot at a requested expiry: time to expiry, forward, vol.
- * Conventions (decisions.md): T = (expirationTimestamp - observationTimestamp) / (365 * 86400);
+ * Conventions (docs/conventions.md): T = (expirationTimestamp - observationTimestamp) / SECONDS_PER_YEAR (ACT/365);
  * the forward of any T comes from the forward curve (exact at listed expiries); spot is the index.
  */
-import type { SurfaceSnapshot } from '../cache/snapshot.js';
-
-/** Seconds in an ACT/365 year. */
-export const SECONDS_PER_YEAR = 365 * 86400;
+import type { SurfaceSnapshot } from './snapshot.js';
+import { SECONDS_PER_YEAR } from '../domain/time.js';
 /** Smallest T used for a vol lookup (1 second), so an expiry at the observation instant has a vol. */
 export const MIN_T_YEARS = 1 / SECONDS_PER_YEAR;
 

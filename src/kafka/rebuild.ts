@@ -7,7 +7,7 @@
  */
 import { buildSnapshots, type ChainFit, type ModelFit } from '../../streams/calibrate.js';
 import type { ExpirySlice, ForwardCurveSnapshot, SurfaceSnapshot } from '../cache/snapshot.js';
-import type { ForwardCurveMessage, SurfaceSnapshotMessage } from '../publish/schemas.js';
+import type { ForwardCurveMessage, SurfaceSnapshotMessage } from './schemas.js';
 
 /** The fit a surface document describes (expiries without `quotes`, as in surface-history, get an empty list). */
 function fitOf(m: SurfaceSnapshotMessage): ChainFit {

@@ -54,7 +54,7 @@ import {
   type KafkaLogger,
   type TopicSettings,
 } from './topics.js';
-import { readTopicsToEnd } from '../replica/reader.js';
+import { readTopicsToEnd } from './reader.js';
 
 export interface KafkaPublisherOptions extends TopicSettings {
   /** Bootstrap brokers, `host:port` (KAFKA_BROKERS). */

@@ -10,8 +10,8 @@
 import { Kafka } from 'kafkajs';
 import type { SurfaceSnapshot } from '../cache/snapshot.js';
 import type { FundingRate } from '../domain/events.js';
-import { FundingUpdateMessageSchema, SurfaceSnapshotMessageSchema, messageToFunding } from '../publish/schemas.js';
-import { kafkaClientConfig, silentLogger, topicNames, type KafkaLogger } from '../publish/topics.js';
+import { FundingUpdateMessageSchema, SurfaceSnapshotMessageSchema, messageToFunding } from './schemas.js';
+import { kafkaClientConfig, silentLogger, topicNames, type KafkaLogger } from './topics.js';
 import { readTopicsToEnd } from './reader.js';
 import { surfaceFromMessage } from './rebuild.js';
 
