@@ -110,8 +110,8 @@ describe('exchange faults through the simulator and the service', () => {
     for (let i = 0; i < 10; i++) for (const m of unknown) expect(proxy.inject(JSON.stringify(m))).toBe(1);
     for (let i = 0; i < 5; i++) proxy.inject(JSON.stringify({ jsonrpc: '2.0', method: 'platform_state', params: { maintenance: true } }));
     svc.simulator!.faults.malformedFrames(25);
-    await waitFor(() => dropped('unknown-channel') >= before.unknownChannel + 30 && dropped('unknown-method') >= before.unknownMethod + 5, 10_000, 'unknown frames counted');
-    await waitFor(() => Object.values(svc.feeds[0]!.stats().dropped).reduce((a, b) => a + b, 0) >= before.total + 35 + 20, 10_000, 'malformed frames counted');
+    await waitFor(() => dropped('unknown-channel') >= before.unknownChannel + 30 && dropped('unknown-method') >= before.unknownMethod + 5, 30_000, 'unknown frames counted');
+    await waitFor(() => Object.values(svc.feeds[0]!.stats().dropped).reduce((a, b) => a + b, 0) >= before.total + 35 + 20, 30_000, 'malformed frames counted');
     expect(dropped('unknown-channel') - before.unknownChannel).toBe(30);
     expect(dropped('unknown-method') - before.unknownMethod).toBe(5);
     expect(svc.feeds[0]!.stats().connected).toBe(true);
