@@ -3,7 +3,8 @@
  * ../shared/exchange-samples, see each folder's README.md) and the small result helpers the
  * normalizer tests share.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { expect } from 'vitest';
 import type { NormalizeResult } from '../../src/domain/feeds.js';
 import { MarketEventSchema, type MarketEvent } from '../../src/domain/events.js';
@@ -45,4 +46,20 @@ export function events(r: NormalizeResult): readonly MarketEvent[] {
 export function dropKind(r: NormalizeResult): string {
   expect(r.ok).toBe(false);
   return r.ok ? '' : r.kind;
+}
+
+/**
+ * The text of an exchange sample kept verbatim in test/fixtures/samples/<venue>/<name> (copied from the team's
+ * shared exchange samples under the same name; the largest are stored gzip-compressed as `<name>.gz`, read here
+ * transparently). See test/fixtures/samples/README.md.
+ */
+export function sampleText(venue: FixtureVenue, name: string): string {
+  const base = new URL(`../fixtures/samples/${venue}/${name}`, import.meta.url);
+  if (existsSync(base)) return readFileSync(base, 'utf8');
+  return gunzipSync(readFileSync(new URL(`${base.href}.gz`))).toString('utf8');
+}
+
+/** {@link sampleText} parsed as JSON. */
+export function sampleJson<T = any>(venue: FixtureVenue, name: string): T {
+  return JSON.parse(sampleText(venue, name)) as T;
 }

@@ -6,17 +6,16 @@
  * snapshot + deltas that merge back into the full record, and the fault hooks. Frozen clocks where
  * numbers are compared; nothing asserts on timing.
  */
-import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EXCHANGE_SAMPLES_DIR } from '../../adapters/replay/chains.js';
+import { docsExamples, fixtureText } from '../helpers/fixtures.js';
 import { startBybitSimulator, type BybitSimulator, type BybitSimulatorOptions } from '../../adapters/simulator/bybitServer.js';
 import { BYBIT_VIEW } from '../../adapters/simulator/exchangeView.js';
 import { getJson, WsClient, type Msg } from './exchangeClient.js';
 import { N, refBlack76, refD1, sleep, waitFor } from './helpers.js';
 import { testClockMs } from '../helpers/simClock.js';
 
-const docs = JSON.parse(readFileSync(`${EXCHANGE_SAMPLES_DIR}/bybit/bybit-docs__examples.json`, 'utf8')).examples as Record<string, Msg>;
-const tardisOption = JSON.parse(readFileSync(`${EXCHANGE_SAMPLES_DIR}/bybit/tardis-node__option-tickers_2023-04-05.jsonl`, 'utf8').split('\n')[0]!);
+const docs = docsExamples('bybit') as Record<string, Msg>;
+const tardisOption = JSON.parse(fixtureText('bybit', 'tardis-option-tickers-2023-04-05.jsonl').split('\n')[0]!);
 const FROZEN = Date.UTC(2026, 4, 26, 19, 27, 44, 123);
 const YEAR_MS = 365 * 86_400_000;
 const HOUR_MS = 3_600_000;

@@ -3,8 +3,7 @@
  * expiries after now, strike grids around spot, instrument object shapes against recorded
  * get_instruments objects, linear naming with 'd', and roll-off.
  */
-import { EXCHANGE_SAMPLES_DIR } from '../../adapters/replay/chains.js';
-import { readFileSync } from 'node:fs';
+import { sampleJson } from '../helpers/fixtures.js';
 import { describe, expect, it } from 'vitest';
 import {
   DeribitChains,
@@ -17,8 +16,7 @@ import {
 } from '../../adapters/simulator/chains.js';
 import { Market } from '../../adapters/simulator/market.js';
 
-const SAMPLES = `${EXCHANGE_SAMPLES_DIR}/deribit`;
-const json = (f: string) => JSON.parse(readFileSync(`${SAMPLES}/${f}`, 'utf8'));
+const json = (f: string) => sampleJson('deribit', f);
 const BTC = PRODUCTS.find((p) => p.prefix === 'BTC')!;
 const DAY = 86_400_000;
 

@@ -4,16 +4,14 @@
  * mark_iv, put-call parity, bid_iv <= mark_iv <= ask_iv), heartbeat, funding history, JSON-RPC
  * errors and determinism. Waits are generous; nothing asserts on timing.
  */
-import { EXCHANGE_SAMPLES_DIR } from '../../adapters/replay/chains.js';
-import { readFileSync } from 'node:fs';
+import { sampleText } from '../helpers/fixtures.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startDeribitSimulator, type DeribitSimulator } from '../../adapters/simulator/deribitServer.js';
 import { N, refBlack76, refD1, RpcClient, sleep, waitFor, type Msg } from './helpers.js';
 import { testClockMs } from '../helpers/simClock.js';
 
-const SAMPLES = `${EXCHANGE_SAMPLES_DIR}/deribit`;
 const lines = (f: string): Msg[] =>
-  readFileSync(`${SAMPLES}/${f}`, 'utf8')
+  sampleText('deribit', f)
     .split('\n')
     .filter((l) => l.trim())
     .map((l) => JSON.parse(l));
@@ -57,7 +55,7 @@ describe('Deribit simulator: JSON-RPC methods', () => {
     expect(r.usDiff).toBeGreaterThanOrEqual(0);
     expect(Math.abs(r.usIn / 1000 - testClockMs())).toBeLessThan(60_000); // microseconds of the clock
     const now = testClockMs();
-    const recorded: Msg[] = JSON.parse(readFileSync(`${SAMPLES}/crypto-market-raw-data__get_instruments_option_BTC+ETH_2025-05-08.json`, 'utf8'));
+    const recorded: Msg[] = JSON.parse(sampleText('deribit', 'crypto-market-raw-data__get_instruments_option_BTC+ETH_2025-05-08.json'));
     const spot = sim.market.spot('BTC');
     expect(r.result.length).toBeGreaterThan(400);
     for (const i of r.result) {
@@ -90,7 +88,7 @@ describe('Deribit simulator: JSON-RPC methods', () => {
     const end = testClockMs();
     const startTs = end - 24 * 3_600_000;
     const r = await c.call('public/get_funding_rate_history', { instrument_name: 'BTC-PERPETUAL', start_timestamp: startTs, end_timestamp: end });
-    const docs = JSON.parse(readFileSync(`${SAMPLES}/deribit-docs__openapi-response-examples.json`, 'utf8')).examples['/public/get_funding_rate_history'].result[0];
+    const docs = JSON.parse(sampleText('deribit', 'deribit-docs__openapi-response-examples.json')).examples['/public/get_funding_rate_history'].result[0];
     expect(r.result.length).toBe(24);
     for (let i = 0; i < r.result.length; i++) {
       const p = r.result[i];
@@ -162,7 +160,7 @@ describe('Deribit simulator: subscriptions and ticker numbers', () => {
     const index = (name: string) => last.get(`deribit_price_index.${name}`)!.price as number;
     const recOpt = lines('crypto-msg-parser__ticker-notifications_2022-06.jsonl')[2].params.data;
     const recFut = lines('crypto-msg-parser__ticker-notifications_2022-06.jsonl')[0].params.data;
-    const recPerp = JSON.parse(readFileSync(`${SAMPLES}/nautilus__ws_ticker_BTC-PERPETUAL_2025-12-12.json`, 'utf8')).params.data;
+    const recPerp = JSON.parse(sampleText('deribit', 'nautilus__ws_ticker_BTC-PERPETUAL_2025-12-12.json')).params.data;
 
     let checkedParity = 0;
     let checkedBidAsk = 0;
@@ -323,7 +321,7 @@ describe('Deribit simulator: heartbeat', () => {
     });
     expect((await c.call('public/set_heartbeat', { interval: 10 })).result).toBe('ok');
     await waitFor(() => c.heartbeats.length >= 4);
-    const rec = JSON.parse(readFileSync(`${SAMPLES}/nautilus__ws_heartbeat_test_request.json`, 'utf8'));
+    const rec = JSON.parse(sampleText('deribit', 'nautilus__ws_heartbeat_test_request.json'));
     expect(c.heartbeats[0]).toEqual(rec);
     expect(c.closed).toBeNull();
     answer = false;

@@ -5,9 +5,8 @@
  * against an independent Black-76 (stdlib normal CDF) and OKX's measured Greek conventions.
  * The market clock is frozen where numbers are compared. Waits are generous; nothing asserts on timing.
  */
-import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { EXCHANGE_SAMPLES_DIR } from '../../adapters/replay/chains.js';
+import { sampleJson } from '../helpers/fixtures.js';
 import { OKX_VIEW } from '../../adapters/simulator/exchangeView.js';
 import { Market } from '../../adapters/simulator/market.js';
 import { startOkxSimulator, type OkxSimulator, type OkxSimulatorOptions } from '../../adapters/simulator/okxServer.js';
@@ -15,8 +14,7 @@ import { getJson, WsClient, type Msg } from './exchangeClient.js';
 import { N, refBlack76, refD1, sleep, waitFor } from './helpers.js';
 import { testClockMs } from '../helpers/simClock.js';
 
-const SAMPLES = `${EXCHANGE_SAMPLES_DIR}/okx`;
-const real = (f: string): Msg[] => JSON.parse(readFileSync(`${SAMPLES}/${f}`, 'utf8'));
+const real = (f: string): Msg[] => sampleJson('okx', f);
 /** 2025-05-08 09:00 UTC: after that day's 08:00 expiry and 08:30 listing, as in the recorded listing. */
 const FROZEN_2025 = Date.UTC(2025, 4, 8, 9, 0, 0);
 const FROZEN = Date.UTC(2026, 4, 26, 19, 27, 44, 123);
