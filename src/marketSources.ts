@@ -1,7 +1,7 @@
 /**
  * The OKX and Bybit side of the service composition (src/service.ts keeps Deribit's): which pairs are
  * expected, the simulated OKX and Bybit exchanges and their feeds, the live feeds, and the per-exchange
- * replay feeds. Source: ../shared/spec/decisions.md "Market data sources" (live URLs; `simulated` = one
+ * replay feeds. Source: docs/spec/decisions.md "Market data sources" (live URLs; `simulated` = one
  * local server per exchange speaking its real protocol, the same adapter code as live; `replay` = recorded
  * messages through the same normalizers).
  */

@@ -8,7 +8,7 @@
  *               ─ auditTime(throttleMs) ─ latestWins(fit: worker thread) ─ buildSnapshots ─> cache (a surface per model, forward curve)
  * ```
  * Per (source, pair): at most one calibration in flight and the latest state wins
- * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: ../shared/design.md.
+ * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: docs/architecture.md.
  */
 import { auditTime, filter, groupBy, map, mergeMap, share, Subscription, type Observable } from 'rxjs';
 import type { Clock } from '../src/domain/clock.js';

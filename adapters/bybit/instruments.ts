@@ -2,7 +2,7 @@
  * Bybit symbols -> (pair, type, expiry, strike, call/put).
  *
  * Grammar (Bybit V5 instruments-info `symbol`, /v5/market/instrument; real names in
- * ../shared/exchange-samples/bybit/):
+ * test/fixtures/bybit/):
  *
  * - option (USDC-settled)  `{BASE}-{DMMMYY}-{STRIKE}-{C|P}`         `BTC-27MAR26-70000-C`, `SOL-28APR23-24-C`
  *   newer listings add the settle coin: `{BASE}-{DMMMYY}-{STRIKE}-{C|P}-{USDC|USDT}`

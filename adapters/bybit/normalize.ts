@@ -30,7 +30,7 @@
  *   acks) give no events; failed subscriptions are `subscribe-error` drops.
  *
  * Source: Bybit V5 docs (see wire.ts for each message's page); samples in
- * ../shared/exchange-samples/bybit/.
+ * test/fixtures/bybit/.
  */
 import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
 import type { Pair } from '../../src/domain/markets.js';

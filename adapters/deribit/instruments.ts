@@ -2,7 +2,7 @@
  * Deribit instrument names -> (pair, type, expiry, strike, call/put).
  *
  * Grammar (Deribit API v2 "Instrument naming", https://docs.deribit.com/ and the names returned by
- * public/get_instruments, e.g. ../shared/exchange-samples/deribit/crypto-market-raw-data__get_instruments_*):
+ * public/get_instruments, e.g. test/fixtures/samples/deribit/crypto-market-raw-data__get_instruments_*):
  *
  * - option    `{CUR}-{DMMMYY}-{STRIKE}-{C|P}`   `BTC-26JUN26-100000-C`, `SOL_USDC-27JUN25-150-C`,
  *             `XRP_USDC-27JUN25-2d2-C` (a `d` in the strike is the decimal point: `2d2` = 2.2)

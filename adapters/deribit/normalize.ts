@@ -20,7 +20,7 @@
  * - control traffic (heartbeats, subscribe/set_heartbeat/test results) normalizes to zero events.
  *
  * Source: Deribit API v2 docs (see wire.ts for the section of each message); sample messages in
- * ../shared/exchange-samples/deribit/. Never throws.
+ * test/fixtures/deribit/. Never throws.
  */
 import type { FundingRate, InstrumentDefinition, MarketEvent } from '../../src/domain/events.js';
 import type { Pair } from '../../src/domain/markets.js';

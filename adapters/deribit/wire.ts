@@ -106,7 +106,7 @@ export type SubscriptionNotification = z.infer<typeof SubscriptionNotificationSc
 /**
  * Heartbeat notification after public/set_heartbeat: `params.type` `heartbeat` (keep-alive) or
  * `test_request` (must be answered with public/test or the server closes the connection).
- * Sample: ../shared/exchange-samples/deribit/nautilus__ws_heartbeat_test_request.json.
+ * Sample: test/fixtures/samples/deribit/nautilus__ws_heartbeat_test_request.json.
  */
 export const HeartbeatSchema = z.looseObject({
   jsonrpc: z.literal('2.0').optional(),

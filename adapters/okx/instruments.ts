@@ -2,7 +2,7 @@
  * OKX instrument ids -> (pair, type, expiry, strike, call/put).
  *
  * Grammar (OKX API v5, GET /api/v5/public/instruments `instId`, #public-data-rest-api-get-instruments;
- * real listings in ../shared/exchange-samples/okx/*rest-instruments*):
+ * real listings in test/fixtures/samples/okx/*rest-instruments*):
  *
  * - option    `{BASE}-{QUOTE}-{YYMMDD}-{STRIKE}-{C|P}`  `BTC-USD-250509-70000-C`
  * - future    `{BASE}-{QUOTE}-{YYMMDD}`                 `BTC-USD-250509`

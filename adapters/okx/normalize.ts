@@ -34,7 +34,7 @@
  *   (`unsupported-instrument`/`unsupported-index`), and channels we do not use are counted drops.
  *
  * Source: OKX API v5 docs (see wire.ts for each message's section); samples in
- * ../shared/exchange-samples/okx/.
+ * test/fixtures/okx/.
  */
 import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
 import {

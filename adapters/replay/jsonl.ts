@@ -1,7 +1,7 @@
 /**
  * Reading recorded exchange messages, one per line (JSON Lines).
  *
- * Accepted line shapes (../shared/exchange-samples/README.md):
+ * Accepted line shapes (test/fixtures/<venue>/README.md):
  * - a raw message: `{"jsonrpc":"2.0","method":"subscription",...}`;
  * - cryptofeed's capture line `<recv_epoch_s>: <json>` (e.g. `1626993723.804855: {...}`), the
  *   prefix being the local receive time in Unix seconds;

@@ -13,7 +13,7 @@
  *   that message's time); at the end of the file the feed stays `connected` (the state is as of the
  *   last message) and `done` resolves with a summary. stop() emits `disconnected` and completes.
  * - Same file, fresh clock -> the same event sequence (no wall clock is read).
- * Source: ../shared/spec/decisions.md "replay".
+ * Source: docs/spec/decisions.md "replay".
  */
 import { Subject, type Observable } from 'rxjs';
 import type { MarketEvent } from '../../src/domain/events.js';

@@ -8,7 +8,7 @@
  * Sources: RFC 9110 sec. 10.2.3 (Retry-After: delay-seconds or HTTP-date, parsed by
  * transport.ts `parseRetryAfterMs`); OKX v5 "Rate limit" and Bybit v5 "Rate limit rules" (both
  * answer an over-limit IP with HTTP 429, Bybit also with 403); tardis-node realtimefeed.ts (honour
- * Retry-After on 429) per ../shared/style.md.
+ * Retry-After on 429) per docs/architecture.md.
  */
 import type { TrackedTimers } from './feedKit.js';
 import { parseRetryAfterMs } from './transport.js';

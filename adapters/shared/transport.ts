@@ -4,7 +4,7 @@
  * from `messages$`, and reacts to `states$`.
  *
  * Behaviour (after tardis-node's `src/realtimefeeds/realtimefeed.ts` and cryptofeed's no-message
- * watchdog, ../shared/style.md):
+ * watchdog, docs/architecture.md):
  * - reconnect forever until {@link ReconnectingTransport.stop}, with capped exponential backoff
  *   and FULL jitter: delay(n) = min(2^(n-1) * baseMs, maxMs) * random(), n = consecutive failed
  *   connections (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015, "Full Jitter");

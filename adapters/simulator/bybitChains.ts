@@ -4,7 +4,7 @@
  * and (so that the adapter's filtering is exercised) the USDT perpetuals of the same coins.
  *
  * Evidence and choices (no real Bybit option listing is among the stored samples,
- * ../shared/exchange-samples/README.md "Gaps"):
+ * the recorded exchange samples, test/fixtures/<venue>/README.md "Gaps"):
  * - symbols: options `BTC-27MAR26-70000-C` (day without leading zero, English month, 2-digit year:
  *   recorded `SOL-28APR23-24-C`, `ETH-30JUN23-200-P`, docs `BTC-6JAN23-17500-C`, `ETH-3JAN23-1250-P`;
  *   Bybit's newer USDT-settled options add `-USDT`, the USDC ones here carry no suffix); USDC

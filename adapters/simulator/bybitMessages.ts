@@ -1,7 +1,7 @@
 /**
  * Bybit API v5 public message bodies built from a Bybit view of the simulated market. Market values are
  * JSON STRINGS with trailing zeros cut (`"0.0505193"`), envelope times JSON numbers in milliseconds.
- * Shapes follow ../shared/exchange-samples/bybit/:
+ * Shapes follow test/fixtures/bybit/:
  *
  * - option `tickers.{symbol}` (tardis-node SOL-28APR23-24-C / ETH-30JUN23-200-P 2023-04-05; docs
  *   BTC-6JAN23-17500-C): `{id: "tickers.<symbol>-<seq>-<ts>", topic, ts, data, type: "snapshot"}`;

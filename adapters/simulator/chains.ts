@@ -1,7 +1,7 @@
 /**
  * Deribit-shaped instrument chains for the simulator, always ROLLED TO DATES AFTER "now".
  *
- * The listing pattern is taken from real Deribit listings (../shared/exchange-samples/deribit/):
+ * The listing pattern is taken from real Deribit listings (test/fixtures/deribit/):
  * - crypto-market-raw-data__get_instruments_option_BTC+ETH_2025-05-08.json (1268 options):
  *   dailies listed 3 days ahead, weeklies (Fridays) listed about 3 weeks ahead, monthlies (last
  *   Friday of the month) listed 3 months ahead, quarterlies (last Friday of Mar/Jun/Sep/Dec)

@@ -2,7 +2,7 @@
  * Deribit API v2 message bodies built from the simulated market: ticker data of options,
  * futures and perpetuals, index data, and the JSON-RPC envelopes.
  *
- * Shapes and units follow the recorded messages in ../shared/exchange-samples/deribit/:
+ * Shapes and units follow the recorded messages in test/fixtures/deribit/:
  * - option ticker (crypto-msg-parser__ticker-notifications_2022-06.jsonl, BTC-30SEP22-60000-C):
  *   `underlying_price` = that expiry's forward, `underlying_index` = the future of the expiry or
  *   `SYN.<prefix>-<date>` (schepal 2020 chain) for inverse options, `index_price` for linear ones

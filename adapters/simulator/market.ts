@@ -22,7 +22,7 @@
  *   sticky-delta);
  * - a futures basis term structure: annualized simple basis y(T) = yInf + (y0 - yInf) exp(-T / tauB)
  *   with y0, yInf slow OU processes, forward F(T) = S (1 + y(T) T) (the convention of
- *   ../shared/spec/decisions.md: value = (F / S - 1) / T);
+ *   docs/spec/decisions.md: value = (F / S - 1) / T);
  * - a perpetual premium p (8-hour rate, OU, reverting within hours) with a funding rate
  *   f = sign(p) max(|p| - damper, 0) (Deribit's damped funding formula, docs.deribit.com
  *   "Perpetual" article), accrued hourly into interest_1h = integral f dt / 8h and

@@ -3,7 +3,7 @@
  * ROLLED TO DATES AFTER "now", for the coin-margined families BTC-USD and ETH-USD.
  *
  * The pattern is taken from OKX's real listing of 2025-05-08
- * (../shared/exchange-samples/okx/crypto-market-raw-data__rest-instruments_{OPTION,FUTURES,SWAP}_2025-05-08.json):
+ * (test/fixtures/samples/okx/crypto-market-raw-data__rest-instruments_{OPTION,FUTURES,SWAP}_2025-05-08.json):
  * - options (instType OPTION, `BTC-USD-250509-70000-C`): the next 4 days (dailies; 05-09 ... 05-12),
  *   the Fridays within 15 days (05-09, 05-16, 05-23), the next 3 month-end Fridays (05-30, 06-27,
  *   07-25) and the quarter-end Fridays (06-27, 09-26, 12-26, and 03-27 for BTC only): 12 BTC and 11 ETH

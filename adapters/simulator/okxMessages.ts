@@ -1,7 +1,7 @@
 /**
  * OKX API v5 public message bodies built from an exchange view of the simulated market.
  * EVERY value is a JSON string, as OKX prints them (`"0.7794507758"`, `"1640001659301"`); times are Unix
- * milliseconds. Shapes follow the recorded messages and docs examples in ../shared/exchange-samples/okx/:
+ * milliseconds. Shapes follow the recorded messages and docs examples in test/fixtures/okx/:
  *
  * - `opt-summary` item (docs example BTC-USD-241013-70000-P; tardis-node 2021 pushes): `markVol`,
  *   `bidVol`, `askVol` FRACTIONS (`"0"` when that side has no order, the current format), `fwdPx` the

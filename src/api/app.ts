@@ -1,7 +1,7 @@
 /**
  * The fastify application: zod validation (fastify-type-provider-zod), one error shape, and the
  * routes, reading the cache only (the API never waits on the network; design.md).
- * Plugins are registered in order: error handling, then routes (../shared/style.md, fastify/demo).
+ * Plugins are registered in order: error handling, then routes (docs/architecture.md, fastify/demo).
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';

@@ -1,6 +1,6 @@
 /**
- * Request schemas of the REST API, exactly per ../shared/spec/interface-spec.md (field names,
- * enums, batch limits) and ../shared/spec/decisions.md (aliases, limits the spec leaves open).
+ * Request schemas of the REST API, exactly per docs/spec/interface-spec.md (field names,
+ * enums, batch limits) and docs/spec/decisions.md (aliases, limits the spec leaves open).
  * Shape and per-field rules live here; rules that need the market or the clock (supported pair,
  * expiry >= now, inverse flag consistency) are checked in src/api/rules.ts.
  */

@@ -1,7 +1,7 @@
 /**
  * Immutable calibration results held in the cache and read by the API, the publisher and the
  * dashboard. A request reads ONE snapshot object and never sees a half-updated surface
- * (../shared/design.md). Times are Unix seconds; IVs fractions; prices in the pair's quote currency.
+ * (docs/architecture.md). Times are Unix seconds; IVs fractions; prices in the pair's quote currency.
  */
 import type { Pair, Source } from '../domain/markets.js';
 import type { SmileFigures } from '../quant/smileFigures.js';

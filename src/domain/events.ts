@@ -8,7 +8,7 @@
  * - prices are in the pair's quote currency (USD or USDC) unless the field name says otherwise
  *   (`markPriceNative` is in the instrument's premium currency as the exchange prints it).
  *
- * Source: ../shared/design.md "Data flow".
+ * Source: docs/architecture.md "Data flow".
  */
 import { z } from 'zod';
 import { BASE_CURRENCIES, QUOTE_CURRENCIES, SOURCES } from './markets.js';

@@ -3,7 +3,7 @@
  *
  * An adapter owns one exchange connection (transport: connect, subscribe, heartbeat, reconnect)
  * and a pure normalizer (wire JSON -> {@link MarketEvent}s). streams/ only ever sees
- * `events$`. Source: ../shared/design.md; tardis-node's mapper/realtimefeed split (../shared/style.md).
+ * `events$`. Source: docs/architecture.md; tardis-node's mapper/realtimefeed split (docs/architecture.md).
  */
 import type { Observable } from 'rxjs';
 import type { MarketEvent } from './events.js';

@@ -1,8 +1,8 @@
 /**
  * Exchanges, currencies and the supported (source, pair) table.
  *
- * Source: ../shared/spec/interface-spec.md "Supported exchange and asset pairs" and
- * ../shared/spec/decisions.md "Exchanges". Wire values are DERIBIT, OKX, BYBIT; the spec words
+ * Source: docs/spec/interface-spec.md "Supported exchange and asset pairs" and
+ * docs/spec/decisions.md "Exchanges". Wire values are DERIBIT, OKX, BYBIT; the spec words
  * XCHG_A, XCHG_B, XCHG_C are accepted as aliases at the API edge (see {@link resolveSource}).
  */
 

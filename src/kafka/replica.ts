@@ -1,6 +1,6 @@
 /**
  * KafkaReplica: fills a MarketCache from the service's Kafka topics, for API replicas (ROLE=api) that serve REST
- * without connecting to any exchange (../shared/design.md "Scaling past one machine").
+ * without connecting to any exchange (docs/architecture.md "Scaling past one machine").
  *
  * - Reads `surface-snapshots`, `forward-curves` and `funding-updates` from the beginning with a consumer group of
  *   its own (every replica sees every partition); the compacted topics give the latest document per key, the

@@ -2,7 +2,7 @@
  * Versioned JSON documents the service publishes to Kafka, as zod schemas (the single source of truth; exported as
  * JSON Schema into docs/events.md by scripts/gen-events-doc.ts), plus the pure mappings cache object -> message value.
  *
- * Topics and keys: ../shared/spec/decisions.md "Events (Kafka)":
+ * Topics and keys: docs/spec/decisions.md "Events (Kafka)":
  * - `surface-snapshots` (compacted), key `SOURCE:BASE/QUOTE:MODEL`: {@link SurfaceSnapshotMessageSchema};
  * - `forward-curves` (compacted), key `SOURCE:BASE/QUOTE`: {@link ForwardCurveMessageSchema};
  * - `funding-updates` (kept by time), key `SOURCE:instrumentId`: {@link FundingUpdateMessageSchema};

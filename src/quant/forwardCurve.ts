@@ -2,7 +2,7 @@
  * Forward curve of one (source, pair): spot S (the index) and the listed forwards F(T_i) of the
  * exchange's expiries (Deribit `underlying_price` / the future of that expiry).
  *
- * Yield definition (../shared/spec/decisions.md, "Quant conventions": forward-curve `value` =
+ * Yield definition (docs/spec/decisions.md, "Quant conventions": forward-curve `value` =
  * annualized basis, simple): y(T) = (F(T)/S - 1) / T, T in years ACT/365 (decisions.md: T =
  * (expirationTimestamp - observationTimestamp) / (365·86400)). So F(T) = S (1 + y(T) T).
  *

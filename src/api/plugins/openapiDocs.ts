@@ -1,7 +1,7 @@
 /**
  * Documentation-only parts of the OpenAPI document (src/api/plugins/openapi.ts):
  * - {@link FIELD_DESCRIPTIONS}: the meaning, unit and rule of every request and response field, by field name,
- *   from ../shared/spec/interface-spec.md (field tables), decisions.md (aliases, limits, error shape, quant
+ *   from docs/spec/interface-spec.md (field tables), decisions.md (aliases, limits, error shape, quant
  *   conventions) and docs/conventions.md. Filled into every JSON schema property that has no `.describe()` of
  *   its own, so the request schemas the routes validate with stay the single source of shape, enums and limits;
  * - {@link ROUTE_DOCS}: per route, tags, a description and the 200 response schema (zod). These response

@@ -1,5 +1,5 @@
 /**
- * Security and protection plugin of the REST API (issue 8; ../shared/spec/decisions.md "Errors"):
+ * Security and protection plugin of the REST API (issue 8; docs/spec/decisions.md "Errors"):
  *
  * - security headers on every response (CSP allowing only 'self' for scripts, so a dashboard at `/`
  *   that loads its own JS/CSS and the OpenAPI page keep working; nosniff; no framing; no referrer);

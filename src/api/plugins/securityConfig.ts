@@ -5,7 +5,7 @@
  * protection. Values come from the environment as strings; zod coerces and validates them.
  *
  * Defaults keep the embedded start (`npm start`, nothing configured) open on loopback: no keys,
- * a per-IP rate limit generous enough for a desk, 1 MiB bodies (../shared/spec/decisions.md).
+ * a per-IP rate limit generous enough for a desk, 1 MiB bodies (docs/spec/decisions.md).
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
