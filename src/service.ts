@@ -22,7 +22,6 @@ import { securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationWorker } from '../streams/calibrationPool.js';
 import { prepareSimulatedHistory, type SimulatedHistory } from '../streams/simulatedHistory.js';
-import { surfaceHistoryFor } from './cache/history.js';
 import type { MarketFeed } from './domain/feeds.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
@@ -138,7 +137,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   });
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
-  const history = surfaceHistoryFor(cache);
+  const history = cache.history;
   simHistory?.start({ fitAt: (spec, step) => worker.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
   const pipelines = startPipelines(events$, {
     cache,

@@ -22,11 +22,9 @@
  * maturities by label. Without such a point (a service up for less than 24 h without restored or seeded
  * history) every diff is null.
  */
-import type { Subscription } from 'rxjs';
 import { CONST_MAT_DAYS } from '../quant/forwardCurve.js';
 import { smileFigures } from '../quant/smileFigures.js';
 import type { Pair, Source } from '../domain/markets.js';
-import type { MarketCache } from './marketCache.js';
 import { surfaceKey, type ForwardCurveView, type IvSummary, type IvSummaryEntry, type SurfaceSnapshot, type SurfaceView, type VolatilityModel } from './snapshot.js';
 import { SECONDS_PER_YEAR } from '../domain/time.js';
 
@@ -202,13 +200,6 @@ export class SurfaceHistory {
     return n;
   }
 
-  /** Record every surface the cache receives from now on. @returns the subscription (unsubscribe to stop) */
-  attach(cache: MarketCache): Subscription {
-    return cache.updates$.subscribe((u) => {
-      if (u.type === 'surface') this.record(u.snapshot);
-    });
-  }
-
   private accepts(key: string, obs: number): boolean {
     if (!Number.isFinite(obs)) return false;
     const pts = this.byKey.get(key);
@@ -248,18 +239,3 @@ function lowerBound(pts: readonly IvSummary[], t: number): number {
   return lo;
 }
 
-const histories = new WeakMap<MarketCache, SurfaceHistory>();
-
-/**
- * The 24 h history of a cache: created (and attached to the cache's surface updates) on first use, the same
- * object afterwards. The iVSummary route reads it; the Kafka restore and the simulated seeding write to it.
- */
-export function surfaceHistoryFor(cache: MarketCache, opts: SurfaceHistoryOptions = {}): SurfaceHistory {
-  let h = histories.get(cache);
-  if (!h) {
-    h = new SurfaceHistory(opts);
-    h.attach(cache);
-    histories.set(cache, h);
-  }
-  return h;
-}

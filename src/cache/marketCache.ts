@@ -13,6 +13,7 @@ import { pairKey, type Pair, type Source } from '../domain/markets.js';
 import { FundingStore, type FundingPoint } from './fundingStore.js';
 import type { FundingRate } from '../domain/events.js';
 import { surfaceKey, type ForwardCurveSnapshot, type SurfaceSnapshot, type VolatilityModel } from './snapshot.js';
+import { SurfaceHistory } from './history.js';
 
 /** A cache update, for publishers and the live dashboard. */
 export type CacheUpdate =
@@ -38,6 +39,9 @@ export class MarketCache {
   private readonly lastData = new Map<string, number>();
   private readonly feeds = new Map<Source, FeedState>();
   readonly funding = new FundingStore();
+  /** 24 h of iVSummary figures of every surface put here (the iVSummary route's 24 h changes; Kafka restore and the
+   * simulated history write older points into it too). */
+  readonly history = new SurfaceHistory();
   /** Every write, in order. */
   readonly updates$ = new Subject<CacheUpdate>();
 
@@ -69,6 +73,7 @@ export class MarketCache {
 
   putSurface(s: SurfaceSnapshot): void {
     this.surfaces.set(surfaceKey(s.source, s.pair, s.model), s);
+    this.history.record(s);
     this.updates$.next({ type: 'surface', snapshot: s });
   }
 

@@ -13,7 +13,6 @@ import { KafkaReplica } from './replica.js';
 import { parseBrokers, type KafkaRoleConfig } from './config.js';
 import type { KafkaLogger } from './topics.js';
 import { restoreSurfaceHistory } from './history.js';
-import { surfaceHistoryFor } from '../cache/history.js';
 import type { ChildLogger } from '../domain/logger.js';
 
 /**
@@ -22,7 +21,7 @@ import type { ChildLogger } from '../domain/logger.js';
  * null until the service has 24 h of its own history.
  */
 function restoreIvHistory(source: Parameters<typeof restoreSurfaceHistory>[0], cache: MarketCache, logger: KafkaLogger): void {
-  const history = surfaceHistoryFor(cache);
+  const history = cache.history;
   restoreSurfaceHistory(source, cache.clock.now() - 25 * 3600, (s) => history.record(s)).catch((err: unknown) => {
     logger.warn({ err: (err as Error).message }, 'surface history restore from kafka failed; iVSummary 24 h changes stay null until the service has 24 h of history');
   });

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
-import { summarizeSurface, surfaceHistoryFor } from '../../src/cache/history.js';
+import { summarizeSurface } from '../../src/cache/history.js';
 import type { VolatilityModel } from '../../src/cache/snapshot.js';
 import { MarketClock } from '../../src/domain/clock.js';
 import { expectedFigures, LISTED_DAYS, linearSmileSnapshot } from '../helpers/linearSmileSurface.js';
@@ -33,9 +33,9 @@ beforeAll(async () => {
   cache.touch('DERIBIT', ETH, OBS);
   cache.setFeedConnected('DERIBIT', true);
   // ETH SVI: a history point 24 h - 10 min before the surface, with another smile
-  surfaceHistoryFor(cache).record(linearSmileSnapshot({ obs: OBS - 86400 + 600, s0: 0.65, s1: -0.25, model: 'SVI', pair: ETH, spot: 3000 }));
+  cache.history.record(linearSmileSnapshot({ obs: OBS - 86400 + 600, s0: 0.65, s1: -0.25, model: 'SVI', pair: ETH, spot: 3000 }));
   // BTC SABR: only a point 24 h + 45 min before: outside the 30-minute tolerance
-  surfaceHistoryFor(cache).record(linearSmileSnapshot({ obs: OBS - 86400 - 2700, s0: 0.5, s1: -0.1, model: 'SABR' }));
+  cache.history.record(linearSmileSnapshot({ obs: OBS - 86400 - 2700, s0: 0.5, s1: -0.1, model: 'SABR' }));
 });
 
 afterAll(async () => {

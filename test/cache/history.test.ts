@@ -10,7 +10,6 @@ import {
   IV_SUMMARY_CONST_MATS,
   SurfaceHistory,
   summarizeSurface,
-  surfaceHistoryFor,
   withDiffs,
   type IvSummary,
   type IvSummaryEntry,
@@ -109,10 +108,9 @@ describe('SurfaceHistory', () => {
     expect(h3.size()).toBe(2);
   });
 
-  it('records what the cache receives (surfaceHistoryFor), computing the summary of the snapshot', () => {
+  it('the cache records every surface put into it (cache.history), computing the summary of the snapshot', () => {
     const cache = new MarketCache(new MarketClock(OBS), 30, [{ source: 'DERIBIT', pair: BTC }]);
-    const h = surfaceHistoryFor(cache);
-    expect(surfaceHistoryFor(cache)).toBe(h);
+    const h = cache.history;
     const snap = linearSmileSnapshot({ obs: OBS, s0: 0.6, s1: -0.2, model: 'VANNA_VOLGA' });
     cache.putSurface(snap);
     cache.putSurface(linearSmileSnapshot({ obs: OBS + 10, s0: 0.7, s1: -0.2, model: 'VANNA_VOLGA' })); // same bucket: ignored

@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { ensureKafka } from '../setup/kafka.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
-import { summarizeSurface, surfaceHistoryFor, withDiffs } from '../../src/cache/history.js';
+import { summarizeSurface, withDiffs } from '../../src/cache/history.js';
 import { systemClock } from '../../src/domain/clock.js';
 import { KafkaPublisher } from '../../src/kafka/publisher.js';
 import { topicNames } from '../../src/kafka/topics.js';
@@ -56,7 +56,7 @@ describe.skipIf(!kafka)('24 h history restored from Kafka', () => {
       silent,
     );
     replicaClose = () => wiring.close();
-    const history = surfaceHistoryFor(cache);
+    const history = cache.history;
     const ref = await waitFor(() => history.dayAgo('DERIBIT', BTC, 'SVI', NOW), 60_000, 'the restored 24 h reference point');
     expect(ref.observationTimestamp).toBe(NOW - 86400 + 120);
     const served = await waitFor(() => cache.getSurface('DERIBIT', BTC, 'SVI'), 60_000, 'the replicated surface');

@@ -12,14 +12,14 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
-import { summarizeSurface, surfaceHistoryFor, withDiffs } from '../../cache/history.js';
+import { summarizeSurface, withDiffs } from '../../cache/history.js';
 import { SurfaceQuery } from '../schemas.js';
 import { assertServable, checkModel, DetailCollector, resolvePair } from '../rules.js';
 
 export const ivSummaryRoutes =
   (cache: MarketCache): FastifyPluginAsyncZod =>
   async (app) => {
-    const history = surfaceHistoryFor(cache);
+    const history = cache.history;
     app.get(
       '/api/v1/global/data/iVSummary',
       {
