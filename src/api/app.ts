@@ -11,6 +11,8 @@ import { registerOpenApi } from './plugins/openapi.js';
 import { installMonitoring, withRejectionMetrics } from './plugins/monitoring.js';
 import type { Monitoring } from '../metrics/monitoring.js';
 import { securityPlugin, type SecurityOptions } from './plugins/security.js';
+import { DashboardSessions } from './plugins/sessions.js';
+import { loginRoutes } from './routes/login.js';
 import { fundingRoutes } from './routes/funding.js';
 import { healthRoutes } from './routes/health.js';
 import { forwardCurveRoutes } from './routes/forwardCurve.js';
@@ -33,6 +35,13 @@ export interface AppOptions {
   readonly security?: SecurityOptions;
   /** A request not received completely within this many ms gets 408; 0 disables. Default 10 000. */
   readonly requestTimeoutMs?: number;
+  /**
+   * The scraper's key (METRICS_KEY): when set, GET /metrics needs `Authorization: Bearer <it>`; without it
+   * /metrics takes an API key or a dashboard session when keys are configured (src/api/plugins/metricsAuth.ts).
+   */
+  readonly metricsKey?: string | undefined;
+  /** false: no GET /metrics on this app (it is served on its own listener, METRICS_PORT). Default true. */
+  readonly metricsRoute?: boolean;
 }
 
 /** Build (not start) the application. */
@@ -52,12 +61,22 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   installErrorHandling(app);
-  await app.register(securityPlugin, withRejectionMetrics(opts.security ?? {}, opts.monitoring));
+  const apiKeys = opts.security?.apiKeys ?? [];
+  // one session verifier shared by the security plugin (cookie check) and the login routes (issue)
+  const sessions = apiKeys.length > 0 ? (opts.security?.sessions ?? new DashboardSessions(apiKeys, { ttlS: opts.security?.sessionTtlS })) : null;
+  const security = withRejectionMetrics({ ...(opts.security ?? {}), sessions }, opts.monitoring);
+  await app.register(securityPlugin, security);
   // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
   app.removeContentTypeParser('text/plain');
   // OpenAPI (/openapi.json, /docs) and monitoring before the routes: they hook onRoute and onResponse.
   await registerOpenApi(app);
-  if (opts.monitoring) await installMonitoring(app, opts.monitoring);
+  if (opts.monitoring) {
+    await installMonitoring(app, opts.monitoring, {
+      metrics: { route: opts.metricsRoute !== false, auth: { metricsKey: opts.metricsKey, apiKeys, onReject: security.onReject } },
+    });
+  }
+  // the dashboard's login page, with keys only (src/api/plugins/access.ts says what needs a key)
+  if (sessions) await app.register(loginRoutes({ sessions, apiKeys, onReject: security.onReject }));
 
   const { cache } = opts;
   await app.register(healthRoutes(cache));
