@@ -44,6 +44,16 @@ export interface AppOptions {
   readonly metricsRoute?: boolean;
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Every route registered on the app, in order (method, pattern), from the first: what the access test
+     * (test/security/access.test.ts) walks so that no route escapes the key check.
+     */
+    readonly registeredRoutes: ReadonlyArray<{ readonly method: string; readonly url: string }>;
+  }
+}
+
 /** Build (not start) the application. */
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
@@ -60,6 +70,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  const routes: Array<{ method: string; url: string }> = [];
+  app.decorate('registeredRoutes', routes);
+  app.addHook('onRoute', (r) => {
+    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: String(method), url: r.url });
+  });
   installErrorHandling(app);
   const apiKeys = opts.security?.apiKeys ?? [];
   // one session verifier shared by the security plugin (cookie check) and the login routes (issue)
