@@ -467,7 +467,7 @@ describe('/metrics protection', () => {
     expect(none.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
     expect(JSON.parse(none.body).message).toMatch(/missing metrics credential/);
     expect((await call(base, '/metrics', { headers: { authorization: 'Bearer wrong-key-0123456789abcdef' } })).status).toBe(401);
-    for (const headers of [{ 'x-api-key': KEY_A }, { authorization: `Bearer ${KEY_A}` }]) {
+    for (const headers of [{ 'x-api-key': KEY_A }, { authorization: `Bearer ${KEY_A}` }] as Record<string, string>[]) {
       const r = await call(base, '/metrics', { headers });
       expect(r.status).toBe(200);
       expect(r.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -480,7 +480,7 @@ describe('/metrics protection', () => {
     const { base } = await serve({ apiKeys: [KEY_A] }, { metricsKey: METRICS_KEY });
     const cookie = `${SESSION_COOKIE}=${await login(base, KEY_A)}`;
     expect((await call(base, '/metrics', { headers: { authorization: `Bearer ${METRICS_KEY}` } })).status).toBe(200);
-    for (const headers of [{}, { 'x-api-key': KEY_A }, { authorization: `Bearer ${KEY_A}` }, { cookie }, { 'x-api-key': METRICS_KEY }, { authorization: METRICS_KEY }]) {
+    for (const headers of [{}, { 'x-api-key': KEY_A }, { authorization: `Bearer ${KEY_A}` }, { cookie }, { 'x-api-key': METRICS_KEY }, { authorization: METRICS_KEY }] as Record<string, string>[]) {
       const r = await call(base, '/metrics', { headers });
       expect(r.status, JSON.stringify(Object.keys(headers))).toBe(401);
       expect(r.body).not.toContain('volsurf_');
