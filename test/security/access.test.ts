@@ -99,6 +99,36 @@ async function call(base: string, path: string, init: { method?: string; headers
   }
 }
 
+/** Open the event stream with `cookie`; resolves once the first `state` event came, with a promise of the stream's end. */
+async function openStream(base: string, cookie: string): Promise<{ status: number; firstState: string; ended: Promise<'ended'> }> {
+  const ac = new AbortController();
+  const res = await fetch(base + STREAM, { headers: { cookie }, signal: ac.signal });
+  const reader = res.body!.getReader();
+  const dec = new TextDecoder();
+  let text = '';
+  while (!/event: state\ndata: .*\n\n/.test(text)) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += dec.decode(value, { stream: true });
+  }
+  const ended = (async () => {
+    const guard = setTimeout(() => ac.abort(), 20_000);
+    try {
+      for (;;) {
+        const { done } = await reader.read();
+        if (done) return 'ended' as const;
+      }
+    } catch (err) {
+      // the server destroying the socket surfaces as a read error; our own abort after 20 s is a failure
+      if (ac.signal.aborted) throw new Error('stream still open after 20 s');
+      return 'ended' as const;
+    } finally {
+      clearTimeout(guard);
+    }
+  })();
+  return { status: res.status, firstState: text, ended };
+}
+
 /** A concrete path for a route pattern (wildcards and parameters filled with something that exists). */
 function concrete(pattern: string): string {
   if (pattern === '/dashboard/assets/*') return '/dashboard/assets/dashboard.js';
@@ -387,6 +417,29 @@ describe('dashboard login end to end over HTTP', () => {
     expect(JSON.parse(expired.body).message).toMatch(/session expired/);
     expect((await call(base, '/', { headers: { cookie } })).status).toBe(303);
     expect((await call(base, '/metrics', { headers: { cookie } })).status).toBe(401);
+  });
+
+  it('an open event stream ends when its session is logged out, and when it expires', async () => {
+    const cookie = `${SESSION_COOKIE}=${await login(base, KEY_A)}`;
+    const s1 = await openStream(base, cookie);
+    expect(s1.status).toBe(200);
+    expect(s1.firstState).toMatch(/event: state/);
+    expect((await call(base, '/logout', { method: 'POST', headers: { cookie } })).status).toBe(303);
+    await expect(s1.ended).resolves.toBe('ended');
+
+    // a session with 1.5 s left (injected clock): the stream opened with it ends when it expires
+    const cookie2 = `${SESSION_COOKIE}=${await login(base, KEY_B)}`;
+    nowMs += 3598_500;
+    const s2 = await openStream(base, cookie2);
+    expect(s2.status).toBe(200);
+    await expect(s2.ended).resolves.toBe('ended');
+    nowMs += 1_500;
+    expect((await call(base, STATE, { headers: { cookie: cookie2 } })).status).toBe(401);
+    // a stream opened with the header is not tied to any session
+    const ac = new AbortController();
+    const keyed = await fetch(base + STREAM, { headers: { 'x-api-key': KEY_A }, signal: ac.signal });
+    expect(keyed.status).toBe(200);
+    ac.abort();
   });
 
   it('no open redirect after login; Secure behind an HTTPS proxy', async () => {

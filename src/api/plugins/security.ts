@@ -198,14 +198,21 @@ const plugin: FastifyPluginAsync<SecurityOptions> = async (app: FastifyInstance,
   app.decorateRequest('authVia', null);
   if (sessions) await app.register(fastifyCookie);
   if (authRequired) {
-    app.addHook('onRequest', (req, _reply, done) => {
+    app.addHook('onRequest', (req, reply, done) => {
       req.apiKeyId = ring.match(req.headers[API_KEY_HEADER]);
       req.authVia = req.apiKeyId ? 'header' : null;
       if (req.apiKeyId === null && sessions) {
         const access = requestAccess(req);
         if (access === 'page' || access === 'protected' || access === 'metrics') {
-          req.apiKeyId = sessions.verify(req.cookies[SESSION_COOKIE]);
+          const token = req.cookies[SESSION_COOKIE];
+          req.apiKeyId = sessions.verify(token);
           req.authVia = req.apiKeyId ? 'session' : null;
+          if (req.apiKeyId) {
+            // a response still open when the session expires or is revoked (the event stream) is ended then
+            const res = reply.raw;
+            const unwatch = sessions.watch(token, () => res.destroy());
+            res.once('close', unwatch);
+          }
         }
       }
       done();

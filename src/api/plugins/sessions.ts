@@ -11,7 +11,9 @@
  * seconds, `nonce` 16 random bytes (base64url). Stateless on purpose: every replica configured with the
  * same keys accepts the token (no sticky sessions behind a load balancer), removing a key from the
  * configuration ends its sessions at the next restart, and a restart does not log anyone out.
- * Logout revokes the token in this process (kept until its expiry) and clears the cookie.
+ * Logout revokes the token in this process (kept until its expiry) and clears the cookie. A long-lived
+ * response opened with a session (the dashboard's event stream) is ended when the session expires or is
+ * revoked ({@link DashboardSessions.watch}), so a logged-out browser does not keep receiving data.
  * MACs are compared with `crypto.timingSafeEqual` on equal-length buffers.
  * Source: RFC 2104 (HMAC), RFC 6265bis (cookies, SameSite), OWASP Session Management Cheat Sheet.
  */
@@ -57,6 +59,8 @@ export class DashboardSessions {
   private readonly secrets = new Map<string, Buffer>();
   /** mac -> expiresAtS of revoked tokens. */
   private readonly revoked = new Map<string, number>();
+  /** mac -> callbacks ending the responses served with that token (see watch). */
+  private readonly watchers = new Map<string, Set<() => void>>();
 
   constructor(keys: readonly string[], opts: SessionOptions = {}) {
     this.ttlS = opts.ttlS ?? DEFAULT_SESSION_TTL_S;
@@ -86,10 +90,43 @@ export class DashboardSessions {
     return parsed.keyId;
   }
 
-  /** Revoke a token in this process (logout); a token that does not verify is ignored. */
+  /**
+   * Call `end` once when the (valid) session `token` expires or is revoked in this process; the returned
+   * function cancels it (call it when the response ends by itself). Expiry is timed with setTimeout from
+   * this instance's clock (a timer that does not keep the process alive). An invalid token ends at once.
+   */
+  watch(token: unknown, end: () => void): () => void {
+    const parsed = this.parse(token);
+    if (!parsed || this.verify(token) === null) {
+      end();
+      return () => {};
+    }
+    let done = false;
+    const fire = () => {
+      if (done) return;
+      done = true;
+      cancel();
+      end();
+    };
+    const set = this.watchers.get(parsed.mac) ?? new Set<() => void>();
+    set.add(fire);
+    this.watchers.set(parsed.mac, set);
+    const timer = setTimeout(fire, Math.min(2 ** 31 - 1, Math.max(0, parsed.expiresAtS * 1000 - this.now())));
+    timer.unref();
+    const cancel = () => {
+      done = true;
+      clearTimeout(timer);
+      set.delete(fire);
+      if (set.size === 0 && this.watchers.get(parsed.mac) === set) this.watchers.delete(parsed.mac);
+    };
+    return cancel;
+  }
+
+  /** Revoke a token in this process (logout): it no longer verifies and its watched responses end. A token that does not verify is ignored. */
   revoke(token: unknown): void {
     const parsed = this.parse(token);
     if (!parsed) return;
+    for (const fire of [...(this.watchers.get(parsed.mac) ?? [])]) fire();
     this.prune();
     if (this.revoked.size >= MAX_REVOKED) {
       // evict the revocation that expires first (it is the least useful)
