@@ -8,6 +8,9 @@
  * under METRICS_KEY / the API keys / its own listener. Keys off: everything open as before.
  * The cache holds the surface calibrated from the REAL recorded Deribit BTC chain (test/helpers/realChainCache.ts).
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +20,7 @@ import { PUBLIC_PREFIXES, PUBLIC_ROUTES, routeAccess, safeNext } from '../../src
 import { buildMetricsApp } from '../../src/api/plugins/metrics.js';
 import { bearerToken } from '../../src/api/plugins/metricsAuth.js';
 import type { SecurityOptions } from '../../src/api/plugins/security.js';
+import { metricsKeyFromConfig } from '../../src/api/plugins/securityConfig.js';
 import { DashboardSessions, SESSION_COOKIE, keyIdOf } from '../../src/api/plugins/sessions.js';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { LOG_REDACT } from '../../src/logger.js';
@@ -583,6 +587,24 @@ describe('/metrics protection', () => {
   });
 });
 
+describe('ROLE=calibrator (health and /metrics only) follows the same /metrics rule', () => {
+  it('API keys: /metrics needs one, /health and /ready stay open, nothing else is there', async () => {
+    const svc = await startTestService({ ROLE: 'calibrator', API_KEYS: KEY_A, SIM_HISTORY_HOURS: '0' });
+    try {
+      const none = await call(svc.url, '/metrics');
+      expect(none.status).toBe(401);
+      expect(none.headers.get('www-authenticate')).toBe('Bearer realm="metrics"');
+      expect((await call(svc.url, '/metrics', { headers: { 'x-api-key': KEY_B } })).status).toBe(401);
+      expect((await call(svc.url, '/metrics', { headers: { authorization: `Bearer ${KEY_A}` } })).status).toBe(200);
+      expect((await call(svc.url, '/metrics', { headers: { 'x-api-key': KEY_A } })).status).toBe(200);
+      expect((await call(svc.url, '/health')).status).toBe(200);
+      expect((await call(svc.url, STATE, { headers: { 'x-api-key': KEY_A } })).status).toBe(404);
+    } finally {
+      await svc.stop();
+    }
+  });
+});
+
 describe('configuration of keys, sessions and metrics', () => {
   const fails = (env: Record<string, string>): string => {
     try {
@@ -593,6 +615,18 @@ describe('configuration of keys, sessions and metrics', () => {
     }
     throw new Error('expected a configuration error');
   };
+  it('METRICS_KEY_FILE: the first line that is neither blank nor a comment', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'vss-metrics-key-'));
+    const file = join(dir, 'metrics.key');
+    writeFileSync(file, `# prometheus scrape token\n\n  ${METRICS_KEY}  \n`);
+    expect(metricsKeyFromConfig(loadConfig({ METRICS_KEY_FILE: file }))).toBe(METRICS_KEY);
+    const empty = join(dir, 'empty.key');
+    writeFileSync(empty, '# nothing\n');
+    expect(fails({ METRICS_KEY_FILE: empty })).toMatch(/METRICS_KEY_FILE: holds no key/);
+    const short = join(dir, 'short.key');
+    writeFileSync(short, 'abc\n');
+    expect(fails({ METRICS_KEY_FILE: short })).toMatch(/METRICS_KEY_FILE: must be at least 16/);
+  });
   it('valid settings parse; defaults keep /metrics on the API port', () => {
     const c = loadConfig({ API_KEYS: KEY_A, METRICS_KEY, METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5', DASHBOARD_SESSION_TTL_S: '3600' });
     expect(c).toMatchObject({ METRICS_PORT: 9464, METRICS_HOST: '10.0.0.5', DASHBOARD_SESSION_TTL_S: 3600, METRICS_KEY });
