@@ -1,7 +1,9 @@
 /**
  * The fastify application: zod validation (fastify-type-provider-zod), one error shape, and the
  * routes, reading the cache only (the API never waits on the network; design.md).
- * Plugins are registered in order: error handling, then routes (../shared/style.md, fastify/demo).
+ * Plugins are registered in order: error handling, security (headers, overload, API keys and dashboard
+ * sessions, rate limit: ./plugins/security.ts, with what needs a key in ./plugins/access.ts), OpenAPI,
+ * monitoring (/metrics, dashboard), the login page (with keys only), then routes (fastify/demo).
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -77,7 +79,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   installErrorHandling(app);
   const apiKeys = opts.security?.apiKeys ?? [];
-  // one session verifier shared by the security plugin (cookie check) and the login routes (issue)
+  // one session verifier shared by the security plugin (cookie check) and the login routes (issue 14)
   const sessions = apiKeys.length > 0 ? (opts.security?.sessions ?? new DashboardSessions(apiKeys, { ttlS: opts.security?.sessionTtlS })) : null;
   const security = withRejectionMetrics({ ...(opts.security ?? {}), sessions }, opts.monitoring);
   await app.register(securityPlugin, security);
