@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { resolveSource, type Source } from './domain/markets.js';
 import { parseStartTime } from './domain/clock.js';
 import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './kafka/config.js';
-import { SECURITY_CONFIG_SHAPE, securityConfigIssue } from './api/plugins/securityConfig.js';
+import { SECURITY_CONFIG_SHAPE, metricsConfigIssue, securityConfigIssue } from './api/plugins/securityConfig.js';
 
 const bool = z.stringbool();
 
@@ -97,7 +97,7 @@ export const ConfigSchema = z
     LOG_PRETTY: bool.optional(),
     /** Kafka and ROLE (docs/events.md "Configuration"). */
     ...KAFKA_CONFIG_SHAPE,
-    /** API keys, rate limit, body/time limits, overload protection (docs/operations.md). */
+    /** API keys, dashboard sessions, /metrics protection, rate limit, body/time limits, overload protection (docs/operations.md). */
     ...SECURITY_CONFIG_SHAPE,
   })
   .superRefine((c, ctx) => {
@@ -111,10 +111,12 @@ export const ConfigSchema = z
     if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });
     const securityIssue = securityConfigIssue(c);
     if (securityIssue) ctx.addIssue({ code: 'custom', path: [securityIssue.path], message: securityIssue.message });
+    const metricsIssue = metricsConfigIssue(c);
+    if (metricsIssue) ctx.addIssue({ code: 'custom', path: [metricsIssue.path], message: metricsIssue.message });
   });
 
 /** Variables whose values are secrets: never echoed in a configuration error. */
-const SECRET_VARIABLES = new Set(['API_KEYS']);
+const SECRET_VARIABLES = new Set(['API_KEYS', 'METRICS_KEY']);
 
 /** The validated configuration. */
 export type Config = z.infer<typeof ConfigSchema>;

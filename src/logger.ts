@@ -4,12 +4,22 @@
 import { createRequire } from 'node:module';
 import { pino, type Logger } from 'pino';
 
+/** Request/response headers that carry a credential: API key, bearer token (METRICS_KEY), session cookie. */
+const SECRET_HEADERS = ['x-api-key', 'authorization', 'cookie', 'set-cookie'];
+
 /**
- * Never logged: the API key header wherever a request's headers are logged (pino redact paths,
- * https://getpino.io/#/docs/redaction). Source: issue 8 "keys never logged".
+ * Never logged: the credential headers wherever a request's or response's headers are logged, and the
+ * secret settings (pino redact paths, https://getpino.io/#/docs/redaction).
+ * Source: issue 8 "keys never logged", issue 14 (metrics key, dashboard session).
  */
 export const LOG_REDACT = {
-  paths: ['req.headers["x-api-key"]', 'request.headers["x-api-key"]', 'headers["x-api-key"]', '*.headers["x-api-key"]', 'config.API_KEYS', 'API_KEYS'],
+  paths: [
+    ...SECRET_HEADERS.flatMap((h) => [`req.headers["${h}"]`, `request.headers["${h}"]`, `res.headers["${h}"]`, `headers["${h}"]`, `*.headers["${h}"]`]),
+    'config.API_KEYS',
+    'API_KEYS',
+    'config.METRICS_KEY',
+    'METRICS_KEY',
+  ],
   censor: '[redacted]',
 };
 

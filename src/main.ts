@@ -24,8 +24,9 @@ async function main(): Promise<void> {
   // a wildcard bind address is not a URL one can open: show localhost instead
   const shown = svc.url.replace('//0.0.0.0:', '//localhost:').replace('//[::]:', '//localhost:');
   const dashboard = config.ROLE === 'calibrator' ? null : `${shown}/`;
-  const links = dashboard ? `dashboard ${dashboard}, API docs ${shown}/docs, metrics ${shown}/metrics` : `metrics ${shown}/metrics`;
-  logger.info({ url: shown, dashboard, metrics: `${shown}/metrics` }, `HTTP listening at ${shown} (${links}; readiness ${shown}/ready)`);
+  const metrics = `${(svc.metricsUrl ?? shown).replace('//0.0.0.0:', '//localhost:').replace('//[::]:', '//localhost:')}/metrics`;
+  const links = dashboard ? `dashboard ${dashboard}, API docs ${shown}/docs, metrics ${metrics}` : `metrics ${metrics}`;
+  logger.info({ url: shown, dashboard, metrics }, `HTTP listening at ${shown} (${links}; readiness ${shown}/ready)`);
 
   const readyTimer = setInterval(() => {
     if (svc.cache.expected().length > 0 && svc.cache.missing().length === 0) {
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
         { url: shown, dashboard },
         dashboard
           ? `ready: every configured pair has a calibrated surface. Live dashboard: ${dashboard} (API docs ${shown}/docs)`
-          : `ready: every configured pair has a calibrated surface (metrics ${shown}/metrics)`,
+          : `ready: every configured pair has a calibrated surface (metrics ${metrics})`,
       );
     }
   }, 250);

@@ -16,9 +16,9 @@ import type { MarketEvent } from './domain/events.js';
 import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
 import { buildApp } from './api/app.js';
-import { installMetrics } from './api/plugins/metrics.js';
+import { buildMetricsApp, installMetrics } from './api/plugins/metrics.js';
 import { Monitoring } from './metrics/monitoring.js';
-import { securityOptionsFromConfig } from './api/plugins/securityConfig.js';
+import { DEFAULT_METRICS_HOST, apiKeysFromConfig, metricsKeyFromConfig, securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationWorker } from '../streams/calibrationPool.js';
 import { prepareSimulatedHistory, type SimulatedHistory } from '../streams/simulatedHistory.js';
@@ -38,6 +38,8 @@ export interface RunningService {
   readonly feeds: readonly MarketFeed[];
   /** Base URL of the REST API, e.g. http://127.0.0.1:8080 */
   readonly url: string;
+  /** Base URL of the metrics-only listener (METRICS_PORT), e.g. http://127.0.0.1:9464; null when /metrics is on `url`. */
+  readonly metricsUrl: string | null;
   /** URL of the embedded simulator (simulated mode), for tests and logs. */
   readonly simulatorUrl: string | null;
   /** Fault hooks of the embedded simulator (simulated mode). */
@@ -157,6 +159,15 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     },
   });
 
+  // /metrics: guarded by METRICS_KEY, else by the API keys (src/api/plugins/metricsAuth.ts); on the API port,
+  // or alone on METRICS_HOST:METRICS_PORT
+  const metricsKey = metricsKeyFromConfig(config);
+  const ownMetricsListener = config.METRICS_PORT !== undefined;
+  const metricsAuth = {
+    metricsKey,
+    apiKeys: apiKeysFromConfig(config),
+    onReject: () => monitoring.metrics.observeRejection('unauthorized'),
+  };
   const app =
     config.ROLE === 'calibrator'
       ? await buildHealthApp(cache, logger.child({ component: 'http' }))
@@ -167,13 +178,26 @@ export async function startService(config: Config, logger: Logger, overrides: Se
           bodyLimit: config.BODY_LIMIT_BYTES,
           requestTimeoutMs: config.REQUEST_TIMEOUT_MS,
           security: securityOptionsFromConfig(config),
+          metricsKey,
+          metricsRoute: !ownMetricsListener,
         });
   // the calibrator's health-only app gets /metrics too (calibration happens there)
-  if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics);
+  if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics, { auth: metricsAuth, route: !ownMetricsListener });
   await app.listen({ port: config.PORT, host: config.HOST });
-  const addr = app.server.address();
-  const port = typeof addr === 'object' && addr ? addr.port : config.PORT;
-  const url = `http://${config.HOST.includes(':') ? `[${config.HOST}]` : config.HOST}:${port}`;
+  const url = baseUrl(app, config.HOST, config.PORT);
+  let metricsApp: FastifyInstance | null = null;
+  let metricsUrl: string | null = null;
+  if (ownMetricsListener) {
+    const host = config.METRICS_HOST ?? DEFAULT_METRICS_HOST;
+    metricsApp = await buildMetricsApp(monitoring.metrics, metricsAuth, logger.child({ component: 'metrics-http' }));
+    try {
+      await metricsApp.listen({ port: config.METRICS_PORT!, host });
+    } catch (err) {
+      await app.close();
+      throw err;
+    }
+    metricsUrl = baseUrl(metricsApp, host, config.METRICS_PORT!);
+  }
 
   monitoring.feedsStarting();
   for (const f of feeds) f.start();
@@ -185,6 +209,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     clock,
     feeds,
     url,
+    metricsUrl,
     simulatorUrl: simulator?.url ?? null,
     simulator,
     simulators: { okx: okxBybit?.okx ?? null, bybit: okxBybit?.bybit ?? null },
@@ -196,6 +221,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       if (stopped) return;
       stopped = true;
       await app.close();
+      if (metricsApp) await metricsApp.close();
       monitoring.close();
       await Promise.all(feeds.map((f) => f.stop()));
       pipelines.subscription.unsubscribe();
@@ -207,4 +233,11 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       if (okxBybit) await okxBybit.close();
     },
   };
+}
+
+/** `http://host:port` of a listening app (IPv6 hosts bracketed). */
+function baseUrl(app: FastifyInstance, host: string, configuredPort: number): string {
+  const addr = app.server.address();
+  const port = typeof addr === 'object' && addr ? addr.port : configuredPort;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }

@@ -1,7 +1,9 @@
 /**
  * The fastify application: zod validation (fastify-type-provider-zod), one error shape, and the
  * routes, reading the cache only (the API never waits on the network; design.md).
- * Plugins are registered in order: error handling, then routes (docs/architecture.md, fastify/demo).
+ * Plugins are registered in order: error handling, security (headers, overload, API keys and dashboard
+ * sessions, rate limit: ./plugins/security.ts, with what needs a key in ./plugins/access.ts), OpenAPI,
+ * monitoring (/metrics, dashboard), the login page (with keys only), then routes (docs/architecture.md, fastify/demo).
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
@@ -11,6 +13,8 @@ import { registerOpenApi } from './plugins/openapi.js';
 import { installMonitoring, withRejectionMetrics } from './plugins/monitoring.js';
 import type { Monitoring } from '../metrics/monitoring.js';
 import { securityPlugin, type SecurityOptions } from './plugins/security.js';
+import { DashboardSessions } from './plugins/sessions.js';
+import { loginRoutes } from './routes/login.js';
 import { fundingRoutes } from './routes/funding.js';
 import { healthRoutes } from './routes/health.js';
 import { forwardCurveRoutes } from './routes/forwardCurve.js';
@@ -33,6 +37,23 @@ export interface AppOptions {
   readonly security?: SecurityOptions;
   /** A request not received completely within this many ms gets 408; 0 disables. Default 10 000. */
   readonly requestTimeoutMs?: number;
+  /**
+   * The scraper's key (METRICS_KEY): when set, GET /metrics needs `Authorization: Bearer <it>`; without it
+   * /metrics takes an API key or a dashboard session when keys are configured (src/api/plugins/metricsAuth.ts).
+   */
+  readonly metricsKey?: string | undefined;
+  /** false: no GET /metrics on this app (it is served on its own listener, METRICS_PORT). Default true. */
+  readonly metricsRoute?: boolean;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Every route registered on the app, in order (method, pattern), from the first: what the access test
+     * (test/security/access.test.ts) walks so that no route escapes the key check.
+     */
+    readonly registeredRoutes: ReadonlyArray<{ readonly method: string; readonly url: string }>;
+  }
 }
 
 /** Build (not start) the application. */
@@ -51,13 +72,28 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
+  const routes: Array<{ method: string; url: string }> = [];
+  app.decorate('registeredRoutes', routes);
+  app.addHook('onRoute', (r) => {
+    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: String(method), url: r.url });
+  });
   installErrorHandling(app);
-  await app.register(securityPlugin, withRejectionMetrics(opts.security ?? {}, opts.monitoring));
+  const apiKeys = opts.security?.apiKeys ?? [];
+  // one session verifier shared by the security plugin (cookie check) and the login routes (issue 14)
+  const sessions = apiKeys.length > 0 ? (opts.security?.sessions ?? new DashboardSessions(apiKeys, { ttlS: opts.security?.sessionTtlS })) : null;
+  const security = withRejectionMetrics({ ...(opts.security ?? {}), sessions }, opts.monitoring);
+  await app.register(securityPlugin, security);
   // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
   app.removeContentTypeParser('text/plain');
   // OpenAPI (/openapi.json, /docs) and monitoring before the routes: they hook onRoute and onResponse.
   await registerOpenApi(app);
-  if (opts.monitoring) await installMonitoring(app, opts.monitoring);
+  if (opts.monitoring) {
+    await installMonitoring(app, opts.monitoring, {
+      metrics: { route: opts.metricsRoute !== false, auth: { metricsKey: opts.metricsKey, apiKeys, onReject: security.onReject } },
+    });
+  }
+  // the dashboard's login page, with keys only (src/api/plugins/access.ts says what needs a key)
+  if (sessions) await app.register(loginRoutes({ sessions, apiKeys, onReject: security.onReject }));
 
   const { cache } = opts;
   await app.register(healthRoutes(cache));

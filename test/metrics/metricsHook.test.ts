@@ -13,6 +13,8 @@ import { FakeFeed, one, parseProm, pick } from './helpers.js';
 
 let app: FastifyInstance;
 let monitoring: Monitoring;
+/** With keys configured, /metrics, the page and the dashboard state need the key (test/security/access.test.ts). */
+const K = { 'x-api-key': 'secret-key-1' };
 
 beforeAll(async () => {
   const cache = new MarketCache(systemClock, 30, [{ source: 'DERIBIT', pair: { base: 'BTC', quote: 'USD' } }]);
@@ -35,7 +37,7 @@ describe('metrics wired into the app', () => {
     expect((await app.inject({ method: 'GET', url: `${fc}${q}`, headers: { 'x-api-key': 'secret-key-1' } })).statusCode).toBe(503);
     expect((await app.inject({ method: 'GET', url: '/health' })).statusCode).toBe(200);
     expect((await app.inject({ method: 'GET', url: '/nope' })).statusCode).toBe(404);
-    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    const res = await app.inject({ method: 'GET', url: '/metrics', headers: K });
     expect(res.statusCode).toBe(200);
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     const s = parseProm(res.body).samples;
@@ -46,12 +48,12 @@ describe('metrics wired into the app', () => {
     expect(one(s, 'volsurf_http_request_duration_seconds_count', { route: '<unmatched>', status_code: '404' })).toBe(1);
     // the scrape itself is observed once it has been answered
     expect(pick(s, 'volsurf_http_request_duration_seconds_count', { route: '/metrics' })).toEqual([]);
-    const s2 = parseProm((await app.inject({ method: 'GET', url: '/metrics' })).body).samples;
+    const s2 = parseProm((await app.inject({ method: 'GET', url: '/metrics', headers: K })).body).samples;
     expect(one(s2, 'volsurf_http_request_duration_seconds_count', { route: '/metrics', status_code: '200' })).toBe(1);
   });
 
   it('the dashboard page and assets are served; the state endpoint validates its query', async () => {
-    const page = await app.inject({ method: 'GET', url: '/' });
+    const page = await app.inject({ method: 'GET', url: '/', headers: K });
     expect(page.statusCode).toBe(200);
     expect(page.headers['content-type']).toMatch(/text\/html/);
     expect(page.body).toContain('/dashboard/vendor/echarts.min.js');
@@ -62,13 +64,13 @@ describe('metrics wired into the app', () => {
     // only echarts.min.js is exposed from node_modules/echarts/dist
     expect((await app.inject({ method: 'GET', url: '/dashboard/vendor/echarts.js' })).statusCode).toBe(404);
     expect((await app.inject({ method: 'GET', url: '/dashboard/vendor/package.json' })).statusCode).toBe(404);
-    const state = await app.inject({ method: 'GET', url: '/dashboard/api/state?source=XCHG_A&baseCurrency=BTC&quoteCurrency=USD' });
+    const state = await app.inject({ method: 'GET', url: '/dashboard/api/state?source=XCHG_A&baseCurrency=BTC&quoteCurrency=USD', headers: K });
     expect(state.statusCode).toBe(200);
     expect(state.json()).toMatchObject({ selection: { source: 'DERIBIT', baseCurrency: 'BTC' }, surface: null, unavailable: { reason: 'warming-up' } });
-    const bad = await app.inject({ method: 'GET', url: '/dashboard/api/state?source=NOPE' });
+    const bad = await app.inject({ method: 'GET', url: '/dashboard/api/state?source=NOPE', headers: K });
     expect(bad.statusCode).toBe(400);
     expect(bad.json().details[0].path).toBe('source');
-    const unsupported = await app.inject({ method: 'GET', url: '/dashboard/api/state?source=BYBIT&baseCurrency=XRP&quoteCurrency=USDC' });
+    const unsupported = await app.inject({ method: 'GET', url: '/dashboard/api/state?source=BYBIT&baseCurrency=XRP&quoteCurrency=USDC', headers: K });
     expect(unsupported.statusCode).toBe(400);
   });
 });

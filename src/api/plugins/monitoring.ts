@@ -7,11 +7,16 @@ import type { FastifyInstance } from 'fastify';
 import type { Monitoring } from '../../metrics/monitoring.js';
 import type { SecurityOptions } from './security.js';
 import { dashboardRoutes, type DashboardRouteOptions } from '../routes/dashboard.js';
-import { installMetrics } from './metrics.js';
+import { installMetrics, type InstallMetricsOptions } from './metrics.js';
+
+/** Options of {@link installMonitoring}: the dashboard's, and who may scrape /metrics (or none on this app). */
+export interface MonitoringOptions extends DashboardRouteOptions {
+  readonly metrics?: InstallMetricsOptions;
+}
 
 /** Install /metrics (with the latency hook on every route registered after) and the dashboard on `app`. */
-export async function installMonitoring(app: FastifyInstance, monitoring: Monitoring, opts: DashboardRouteOptions = {}): Promise<void> {
-  installMetrics(app, monitoring.metrics);
+export async function installMonitoring(app: FastifyInstance, monitoring: Monitoring, opts: MonitoringOptions = {}): Promise<void> {
+  installMetrics(app, monitoring.metrics, opts.metrics ?? {});
   await app.register(dashboardRoutes(monitoring, opts));
 }
 

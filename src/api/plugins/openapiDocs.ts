@@ -32,7 +32,7 @@ export const ErrorBody = z
 /** Descriptions of the error statuses (decisions.md "Errors"). */
 export const ERROR_STATUS_TEXT: Readonly<Record<number, string>> = {
   400: 'Invalid request: schema or rule violation, unsupported exchange/pair/model, batch size out of range, expiry in the past, startTime > endTime. `details` names every bad field of every bad item.',
-  401: 'Missing or wrong X-API-Key header (only when API keys are configured).',
+  401: 'Missing or wrong X-API-Key header (only when API keys are configured). The dashboard routes also take the session cookie set by logging in at /login; /metrics takes Authorization: Bearer <METRICS_KEY> when one is configured.',
   404: 'Unknown route, or unknown funding instrumentId.',
   413: 'Body larger than the limit (default 1 MiB).',
   415: 'Content-Type is not application/json.',
@@ -396,20 +396,20 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     response: UpUnchDownResults,
     errors: MARKET_POST,
   },
-  'GET /metrics': { tags: ['monitoring'], responseContentType: 'text/plain', errors: [] },
+  'GET /metrics': { tags: ['monitoring'], responseContentType: 'text/plain', errors: [401] },
   'GET /dashboard/api/state': {
     tags: ['monitoring'],
     description:
-      'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs, the fitted curve of every model held), ATM term structure with 25D/10D risk reversals and butterflies, forward curve, funding history and feed status. Missing query fields default to the first pair held.',
+      'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs, the fitted curve of every model held), ATM term structure with 25D/10D risk reversals and butterflies, forward curve, funding history and feed status. Missing query fields default to the first pair held. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login).',
     response: DashboardStateResult,
-    errors: [400],
+    errors: [400, 401],
   },
   'GET /dashboard/api/stream': {
     tags: ['monitoring'],
     description:
-      'Server-Sent Events (text/event-stream) of the same state: an `state` event at connection and whenever the surface, forward curve or funding of the selection changes (at most once per second), and a `feeds` event every second with the feed-status panel.',
+      'Server-Sent Events (text/event-stream) of the same state: an `state` event at connection and whenever the surface, forward curve or funding of the selection changes (at most once per second), and a `feeds` event every second with the feed-status panel. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login); a stream opened with a session is closed when the session expires or logs out.',
     responseContentType: 'text/event-stream',
-    errors: [400],
+    errors: [400, 401],
   },
 };
 

@@ -7,7 +7,11 @@
  * - overload protection (@fastify/under-pressure): while the mean event-loop delay (or the
  *   event-loop utilization) is above its limit, every route except `/health` answers
  *   503 + `Retry-After` in the project's error shape;
- * - API keys: when keys are configured, every /api route needs header `X-API-Key` (401 otherwise).
+ * - API keys: when keys are configured, nothing but the routes ./access.ts lists as public is served without
+ *   one (deny by default): /api routes need header `X-API-Key` (401 otherwise); the dashboard's data routes
+ *   (and any route not listed) take the header or the dashboard session cookie (./sessions.ts, set by
+ *   POST /login, src/api/routes/login.ts); the dashboard page sends a browser without a session to /login
+ *   (303); /metrics has its own guard (./metricsAuth.ts).
  *   Keys are compared in constant time: SHA-256 digests of equal length through
  *   `crypto.timingSafeEqual`, always against every configured key (no early exit), so neither the
  *   content nor the position of a key leaks through timing. Keys are never logged: the request
@@ -15,7 +19,9 @@
  *   header (src/logger.ts);
  * - rate limiting (@fastify/rate-limit) of /api routes per API key, or per client IP without keys
  *   (also for requests with a wrong key, so key guessing is throttled): 429 + `Retry-After` (s) in
- *   the project's error shape.
+ *   the project's error shape. With keys, also the dashboard's data routes, /metrics and POST /login
+ *   (login attempts count against the client address, like wrong keys on the API); a session counts
+ *   against the budget of the key it was opened with.
  * Body size (413) and JSON-only (415) are fastify options of src/api/app.ts.
  *
  * Register it right after the error handler and before any route:
@@ -24,14 +30,19 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fastifyCookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
 import { ApiError } from '../errors.js';
+import { LOGIN_PATH, requestAccess } from './access.js';
+import { SESSION_COOKIE, keyIdOf, type DashboardSessions } from './sessions.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Id of the valid API key presented (12 hex digits of its SHA-256), null without one. Never the key. */
     apiKeyId: string | null;
+    /** How the key was presented: header `X-API-Key`, or a dashboard session cookie; null without one. */
+    authVia: 'header' | 'session' | null;
   }
 }
 
@@ -57,6 +68,13 @@ export interface SecurityOptions {
         readonly retryAfterS?: number;
       }
     | false;
+  /**
+   * Verifies the dashboard session cookie (one per app, shared with the login routes); built by
+   * src/api/app.ts from `apiKeys` and `sessionTtlS` when absent. Ignored without keys.
+   */
+  readonly sessions?: DashboardSessions | null;
+  /** Lifetime of a dashboard session, s (default 12 h). */
+  readonly sessionTtlS?: number;
   /** Send the security headers (default true). */
   readonly securityHeaders?: boolean;
   /** Called on every refused request (401, 429, 503 overload), e.g. to count it in metrics. */
@@ -109,7 +127,7 @@ export class KeyRing {
 
   constructor(keys: readonly string[]) {
     this.digests = keys.map(sha256);
-    this.ids = this.digests.map((d) => d.subarray(0, 6).toString('hex'));
+    this.ids = keys.map(keyIdOf);
   }
 
   /** Number of keys held. */
@@ -172,13 +190,31 @@ const plugin: FastifyPluginAsync<SecurityOptions> = async (app: FastifyInstance,
     });
   }
 
-  // 3. who is calling: the id of a valid key, or null
+  // 3. who is calling: the id of a valid key (header), or of the key a valid dashboard session was opened with
   const ring = new KeyRing(opts.apiKeys ?? []);
   const authRequired = ring.size > 0;
+  const sessions = authRequired ? (opts.sessions ?? null) : null;
   app.decorateRequest('apiKeyId', null);
+  app.decorateRequest('authVia', null);
+  if (sessions) await app.register(fastifyCookie);
   if (authRequired) {
-    app.addHook('onRequest', (req, _reply, done) => {
+    app.addHook('onRequest', (req, reply, done) => {
       req.apiKeyId = ring.match(req.headers[API_KEY_HEADER]);
+      req.authVia = req.apiKeyId ? 'header' : null;
+      if (req.apiKeyId === null && sessions) {
+        const access = requestAccess(req);
+        if (access === 'page' || access === 'protected' || access === 'metrics') {
+          const token = req.cookies[SESSION_COOKIE];
+          req.apiKeyId = sessions.verify(token);
+          req.authVia = req.apiKeyId ? 'session' : null;
+          if (req.apiKeyId) {
+            // a response still open when the session expires or is revoked (the event stream) is ended then
+            const res = reply.raw;
+            const unwatch = sessions.watch(token, () => res.destroy());
+            res.once('close', unwatch);
+          }
+        }
+      }
       done();
     });
   }
@@ -202,23 +238,49 @@ const plugin: FastifyPluginAsync<SecurityOptions> = async (app: FastifyInstance,
     });
     const limiter = app.rateLimit();
     app.addHook('onRequest', async (req, reply) => {
-      if (isApiRequest(req)) await limiter.call(app, req, reply);
+      if (rateLimited(req, authRequired)) await limiter.call(app, req, reply);
     });
   }
 
-  // 5. refuse /api requests without a valid key
+  // 5. with keys, refuse whatever is not public without a valid credential (deny by default: ./access.ts)
   if (authRequired) {
-    app.addHook('onRequest', (req, _reply, done) => {
-      if (req.apiKeyId === null && isApiRequest(req)) {
-        onReject('unauthorized', req);
-        const missing = req.headers[API_KEY_HEADER] === undefined;
-        done(new ApiError(401, missing ? 'missing API key: send header X-API-Key' : 'invalid API key', undefined, { 'www-authenticate': 'X-API-Key' }));
-        return;
+    app.addHook('onRequest', async (req, reply) => {
+      const access = requestAccess(req);
+      // public routes; /metrics has its own guard (./metricsAuth.ts), which also accepts a session
+      if (access === 'public' || access === 'metrics') return;
+      if (req.apiKeyId !== null && (access !== 'api' || req.authVia === 'header')) return;
+      if (access === 'page') {
+        // a browser without a session: to the login page, coming back here afterwards
+        const back = encodeURIComponent(req.url);
+        return reply.header('cache-control', 'no-store').redirect(`${LOGIN_PATH}?next=${back}`, 303);
       }
-      done();
+      onReject('unauthorized', req);
+      const presentedKey = req.headers[API_KEY_HEADER] !== undefined;
+      if (access === 'api') {
+        throw new ApiError(401, presentedKey ? 'invalid API key' : 'missing API key: send header X-API-Key', undefined, { 'www-authenticate': 'X-API-Key' });
+      }
+      const hadCookie = sessions !== null && req.cookies[SESSION_COOKIE] !== undefined;
+      const message = presentedKey
+        ? 'invalid API key'
+        : hadCookie
+          ? `session expired or logged out: log in again at ${LOGIN_PATH}`
+          : `missing API key: send header X-API-Key or log in at ${LOGIN_PATH}`;
+      throw new ApiError(401, message, undefined, { 'www-authenticate': 'X-API-Key' });
     });
   }
 };
+
+/**
+ * Whether the rate limit applies to `req`: /api routes (and unmatched /api paths) always; with keys also
+ * the dashboard's data routes, /metrics and POST /login (key guessing through the form).
+ */
+function rateLimited(req: FastifyRequest, authRequired: boolean): boolean {
+  if (isApiRequest(req)) return true;
+  if (!authRequired) return false;
+  const access = requestAccess(req);
+  if (access === 'protected' || access === 'metrics') return true;
+  return req.method === 'POST' && req.routeOptions.url === LOGIN_PATH;
+}
 
 // Not encapsulated: the hooks apply to every route of the application (what fastify-plugin does).
 (plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
