@@ -11,7 +11,8 @@ export async function startTestService(env: Record<string, string> = {}, overrid
   // Tests connect only Deribit unless they ask for more (SOURCES): the default service connects all three.
   // Overload shedding off: on a loaded test machine a stalled event loop would answer 503 to tests that are
   // not about it (test/security/security.test.ts tests the shedding itself).
-  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', SOURCES: 'DERIBIT', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', ...env });
+  // The simulators run in the test's process (SIMULATOR_PROCESS=inprocess) so that tests reach their fault hooks.
+  const config = loadConfig({ PORT: '0', LOG_LEVEL: 'silent', CALIBRATION_THROTTLE_MS: '150', SOURCES: 'DERIBIT', OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0', SIMULATOR_PROCESS: 'inprocess', ...env });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
   return startService(config, logger, overrides);
 }
