@@ -40,7 +40,7 @@ describe('fastFields', () => {
   };
 
   it('gives the zod values on a valid OKX opt-summary item (absent optional -> null)', () => {
-    const { lever: _omit, ...item } = okxItem;
+    const { lever: _omit, ...item } = okxItem as Record<string, string>;
     const fast = fastFields<Record<string, unknown>>(item, spec)!;
     const z = OptSummarySchema.parse(item) as Record<string, unknown>;
     for (const k of [...spec.required, ...spec.optional, ...spec.strings, ...spec.optionalStrings]) expect(fast[k], k).toEqual(z[k]);
@@ -56,7 +56,7 @@ describe('fastFields', () => {
       }
     }
     for (const k of spec.required) {
-      const { [k]: _gone, ...item } = okxItem;
+      const { [k]: _gone, ...item } = okxItem as Record<string, string>;
       expect(OptSummarySchema.safeParse(item).success).toBe(false);
       expect(fastFields(item, spec)).toBeUndefined();
     }
