@@ -40,16 +40,22 @@ class WorkerChannel {
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  private idleTimer: NodeJS.Timeout | null = null;
+  /** Workers stopped for idleness (diagnostics, tests). */
+  idleStops = 0;
 
   /**
    * @param entry URL of the worker's module (TypeScript, loaded through streams/workerBoot.mjs)
    * @param data workerData given to the entry besides `entry`
    * @param name thread name (diagnostics)
+   * @param idleMs stop the worker after this long without a request in flight (its memory is returned; the next
+   *   request spawns a new one); 0 (default) keeps it
    */
   constructor(
     private readonly entry: URL,
     private readonly data: Record<string, unknown>,
     private readonly name: string,
+    private readonly idleMs = 0,
   ) {}
 
   private spawn(): Worker {
@@ -60,13 +66,26 @@ class WorkerChannel {
       this.pending.delete(msg.id);
       if (msg.error === undefined) p.resolve(msg.result);
       else p.reject(new Error(msg.error));
+      if (this.pending.size === 0 && this.idleMs > 0 && this.worker === w) {
+        this.idleTimer = setTimeout(() => {
+          this.idleTimer = null;
+          if (this.worker !== w || this.pending.size > 0) return;
+          this.worker = null;
+          this.idleStops++;
+          void w.terminate();
+        }, this.idleMs);
+        this.idleTimer.unref();
+      }
     });
     const fail = (err: Error): void => {
-      if (this.worker === w) this.worker = null;
+      // a worker already replaced (stopped for idleness, or after its 'error') owns no pending request
+      if (this.worker !== w) return;
+      this.worker = null;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };
     w.on('error', fail);
+    // (an idle stop has no pending request: nothing fails)
     w.on('exit', (code) => fail(new Error(`${this.name} worker exited with code ${code}`)));
     return w;
   }
@@ -74,6 +93,8 @@ class WorkerChannel {
   /** @throws Error (rejected promise) when the worker fails or the channel is closed */
   request<T>(body: Record<string, unknown>): Promise<T> {
     if (this.closed) return Promise.reject(new Error(`${this.name} worker closed`));
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     this.worker ??= this.spawn();
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
@@ -89,8 +110,11 @@ class WorkerChannel {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     const w = this.worker;
     this.worker = null;
+    for (const p of this.pending.values()) p.reject(new Error(`${this.name} worker closed`));
+    this.pending.clear();
     if (w) await w.terminate();
   }
 }
@@ -247,9 +271,19 @@ export class CalibrationPool {
 export class HistoryWorker {
   private readonly channel: WorkerChannel;
 
-  /** @param fitOptions options of every fit (SABR beta) */
-  constructor(fitOptions: ChainFitOptions = {}) {
-    this.channel = new WorkerChannel(new URL('./historyWorker.ts', import.meta.url), { fitOptions }, 'history');
+  /**
+   * @param fitOptions options of every fit (SABR beta)
+   * @param idleMs stop the thread after this long without work (default 30 000: the seeding needs it a few seconds
+   *   every `everyS`, 5 minutes, so its memory, the simulator modules and the twin market, is not held between);
+   *   the next point respawns it and the twin market steps from its start again, in the worker
+   */
+  constructor(fitOptions: ChainFitOptions = {}, idleMs = 30_000) {
+    this.channel = new WorkerChannel(new URL('./historyWorker.ts', import.meta.url), { fitOptions }, 'history', idleMs);
+  }
+
+  /** Times the thread was stopped for idleness. */
+  get idleStops(): number {
+    return this.channel.idleStops;
   }
 
   /**

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
-import { CalibrationPool, defaultPoolSize } from '../../streams/calibrationPool.js';
+import { CalibrationPool, defaultPoolSize, HistoryWorker } from '../../streams/calibrationPool.js';
 import type { Pair } from '../../src/domain/markets.js';
 
 function chainView(file: string, pair: Pair): ChainView {
@@ -84,6 +84,23 @@ describe('CalibrationPool', () => {
     expect(String(await p2)).toMatch(/closed/);
     await p1;
     await expect(pool.fit(A)).rejects.toThrow(/closed/);
+  });
+
+  it('the history worker stops when idle and comes back for the next seed point, with the same numbers', async () => {
+    const w = new HistoryWorker({}, 100);
+    try {
+      const spec = { seed: 7, startMs: Date.UTC(2026, 4, 26, 0, 0), stepS: 300, sources: ['DERIBIT' as const] };
+      const a = await w.fitHistory(spec, 2);
+      expect(a.length).toBe(4); // the four Deribit pairs
+      for (let i = 0; i < 100 && w.idleStops === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(w.idleStops).toBe(1);
+      // a new thread: its twin market steps from the start again to the same path
+      const b = await w.fitHistory(spec, 2);
+      expect(b.map((f) => f.spot)).toEqual(a.map((f) => f.spot));
+      expect(b.map((f) => f.observationTimestamp)).toEqual(a.map((f) => f.observationTimestamp));
+    } finally {
+      await w.close();
+    }
   });
 
   it('the production calibration worker imports no simulator module', () => {
