@@ -9,7 +9,9 @@
  * memory (last good slices, repair counts). Each worker runs one fit at a time; fits waiting for a worker are
  * taken shortest-expected-first (an exponentially weighted mean of each pair's own fit times), aged by their
  * waiting time, so that a fast pair waits at most for the one fit in progress, never behind a queue of slow
- * ones, and a slow pair is never starved. The pipeline's `latestWins` keeps at most one request per pair in
+ * ones, and a slow pair is never starved; a full fit (ChainView.full: start, after the source reconnected, after a
+ * roll-off, the periodic safety net) goes before incremental ones, so that data stale after a reconnect is
+ * refreshed first. The pipeline's `latestWins` keeps at most one request per pair in
  * flight (latest state wins), so a worker's queue holds at most one request per pair.
  *
  * A worker that dies fails its pending requests with an error and is restarted on the next request (its pairs'
@@ -152,6 +154,8 @@ const now = (): number => performance.now();
 const EWMA = 0.3;
 /** Expected fit time of a pair never fitted yet, ms. */
 const UNKNOWN_MS = 20;
+/** Head start of a full fit in a worker's queue, ms (more than any fit takes: full fits go first). */
+const FULL_FIRST_MS = 60_000;
 
 /**
  * A pool of calibration worker threads (see the module docstring).
@@ -226,7 +230,9 @@ export class CalibrationPool {
     let bestScore = Infinity;
     for (let i = 0; i < slot.queue.length; i++) {
       const q = slot.queue[i]!;
-      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt);
+      // a full fit (start, reconnect of the source, roll-off, the periodic safety net) goes first: after a
+      // reconnect that pair's served data is stale until it is done
+      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - (q.view.full ? FULL_FIRST_MS : 0);
       if (score < bestScore) {
         bestScore = score;
         best = i;

@@ -72,8 +72,22 @@ describe('CalibrationPool', () => {
     const order: string[] = [];
     const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
     // A runs at once; C (slow) and B (fast) wait for the worker: B goes before C although queued after it
-    await Promise.all([tag(pool.fit(A), 'A'), tag(pool.fit(C), 'C'), tag(pool.fit(B), 'B')]);
+    const inc = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+    await Promise.all([tag(pool.fit(inc(A)), 'A'), tag(pool.fit(inc(C)), 'C'), tag(pool.fit(inc(B)), 'B')]);
     expect(order).toEqual(['A', 'B', 'C']);
+  });
+
+  it('a full fit (e.g. after a reconnect) goes before incremental ones in the queue', async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
+    const order: string[] = [];
+    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
+    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+    const fullC: ChainView = { ...C, full: true };
+    // A runs at once; B (fast, incremental) and C (slow, full) wait: C goes first
+    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(incremental(B)), 'B'), tag(pool.fit(fullC), 'C')]);
+    expect(order).toEqual(['A', 'C', 'B']);
   });
 
   it('fails queued fits after close', async () => {
