@@ -4,12 +4,14 @@
  * limit in the same run and reported as a ratio too; see docs/operations.md "Benchmarks" for how to
  * read it.
  *
- * Sections (bench/<section>.ts): ingest, calibration, rest, freshness, memory.
+ * Sections (bench/<section>.ts): ingest, calibration, rest, freshness, reconnect, memory.
  * Environment:
  * - BENCH_QUICK=1: short runs (a smoke check; figures indicative only);
  * - BENCH_ONLY=ingest,calibration,...: run only these sections;
  * - BENCH_SOAK_S: memory soak length, s (default 600; 30 when quick);
- * - BENCH_SIM_OPTION_RATE: simulated option refreshes per second per option (default 1, as `npm start`);
+ * - BENCH_SIM_OPTION_RATE: simulated option refreshes per second per option (default 1, as `npm start`; the
+ *   freshness section runs 1 and 5 unless it is set, or BENCH_FRESHNESS_RATES lists the rates);
+ * - BENCH_RECONNECTS: socket drops of the reconnect section (default 5);
  * - BENCH_THROTTLES: CALIBRATION_THROTTLE_MS values of the freshness runs (default "250,50");
  * - BENCH_POLL_MS: REST poll interval of the freshness run (default 10).
  */
@@ -20,9 +22,10 @@ import { runFreshness } from './freshness.js';
 import { runIngest } from './ingest.js';
 import { runMemory } from './memory.js';
 import { runRest } from './rest.js';
+import { runReconnect } from './reconnect.js';
 import { QUICK, machine, sig, table, type BenchRow } from './lib.js';
 
-const SECTIONS = ['ingest', 'calibration', 'rest', 'freshness', 'memory'] as const;
+const SECTIONS = ['ingest', 'calibration', 'rest', 'freshness', 'reconnect', 'memory'] as const;
 
 async function main(): Promise<void> {
   const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -40,7 +43,7 @@ async function main(): Promise<void> {
       if (s === 'ingest') rows.push(...runIngest());
       else if (s === 'calibration') rows.push(...runCalibration());
       else {
-        const r = s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : await runMemory();
+        const r = s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'reconnect' ? await runReconnect() : await runMemory();
         rows.push(...r.rows);
         notes.push(...r.notes);
       }

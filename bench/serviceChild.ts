@@ -5,8 +5,10 @@
  * simulated exchanges) and BENCH_DERIBIT_URL (the Deribit feed's URL).
  * With BENCH_BASELINE=1 it only loads the service's modules and idles (the memory floor).
  *
- * IPC: sends `{type: 'ready', url}` once listening; answers `{type: 'stats'}` with its memory usage
- * and feed counters. Stops on SIGTERM.
+ * IPC: sends `{type: 'ready', url, simulatorPid}` once listening (simulatorPid: the simulators' own process,
+ * SIMULATOR_PROCESS=separate, the default); answers `{type: 'stats'}` with its memory and CPU usage
+ * (process.cpuUsage, µs: the service's threads, its calibration workers included), feed counters, the
+ * simulator process's own figures and the calibration pool's. Stops on SIGTERM.
  */
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
@@ -16,7 +18,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_BASELINE === '1') {
     process.send!({ type: 'ready', url: null });
     process.on('message', (m: { type?: string }) => {
-      if (m?.type === 'stats') process.send!({ type: 'stats', memory: process.memoryUsage(), feeds: [] });
+      if (m?.type === 'stats') process.send!({ type: 'stats', memory: process.memoryUsage(), cpu: process.cpuUsage(), feeds: [] });
     });
     process.on('SIGTERM', () => process.exit(0));
     setInterval(() => undefined, 1 << 30);
@@ -33,16 +35,23 @@ async function main(): Promise<void> {
     // the freshness run: the Deribit feed reads the parent's simulator through its timing proxy
     ...(deribitUrl ? { deribit: { url: deribitUrl } } : {}),
   });
-  process.send!({ type: 'ready', url: svc.url });
+  process.send!({ type: 'ready', url: svc.url, simulatorPid: svc.simulatorProcess?.pid ?? null, calibrationWorkers: svc.calibration.size });
   process.on('message', (m: { type?: string }) => {
     if (m?.type !== 'stats') return;
-    process.send!({
-      type: 'stats',
-      memory: process.memoryUsage(),
-      feeds: svc.feeds.map((f) => f.stats()),
-      surfaces: svc.cache.allSurfaces().length,
-      simulator: svc.simulator?.stats() ?? null,
-    });
+    const mine = { memory: process.memoryUsage(), cpu: process.cpuUsage() };
+    void (svc.simulatorProcess?.stats() ?? Promise.resolve(null)).then(
+      (simProcess) =>
+        process.send!({
+          type: 'stats',
+          ...mine,
+          feeds: svc.feeds.map((f) => f.stats()),
+          surfaces: svc.cache.allSurfaces().length,
+          simulator: svc.simulator?.stats() ?? null,
+          simulatorProcess: simProcess,
+          pool: svc.calibration.stats(),
+        }),
+      (err: Error) => process.send!({ type: 'stats', ...mine, feeds: svc.feeds.map((f) => f.stats()), surfaces: svc.cache.allSurfaces().length, error: err.message }),
+    );
   });
   const stop = () => {
     svc.stop().finally(() => process.exit(0));

@@ -1,5 +1,5 @@
 /**
- * Regenerate the JSON Schema section of docs/events.md from the zod schemas (src/publish/schemas.ts).
+ * Regenerate the JSON Schema section of docs/events.md from the zod schemas (src/kafka/schemas.ts).
  * Usage: `npx tsx scripts/gen-events-doc.ts` (writes) or `npx tsx scripts/gen-events-doc.ts --check` (exit 1 if stale).
  */
 import { readFileSync, writeFileSync } from 'node:fs';

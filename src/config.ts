@@ -69,6 +69,17 @@ export const ConfigSchema = z
     BYBIT_REST_URL: z.string().url().default('https://api.bybit.com'),
     /** Minimum milliseconds between two recalibrations of one (source, pair). */
     CALIBRATION_THROTTLE_MS: z.coerce.number().int().min(0).default(250),
+    /**
+     * Calibration worker threads (streams/calibrationPool.ts); 0 = one per core minus one for REST and ingest
+     * (os.availableParallelism() - 1, at least 1).
+     */
+    CALIBRATION_WORKERS: z.coerce.number().int().min(0).max(64).default(0),
+    /**
+     * Simulated mode: where the simulated exchanges run. `separate` (default): in their own child process
+     * (src/simulation/process.ts), so the service's CPU and memory are its own; `inprocess`: in the service's
+     * process (tests reach their fault hooks through RunningService.simulator/simulators).
+     */
+    SIMULATOR_PROCESS: z.enum(['separate', 'inprocess']).default('separate'),
     /** Simulator: seed of the stochastic market (simulated mode). */
     SIM_SEED: z.coerce.number().int().default(42),
     /** Simulator: hours of market history pre-run at start, seeding the iVSummary 24 h changes (0 = none). */

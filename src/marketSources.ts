@@ -14,9 +14,12 @@ import { OkxFeed, type OkxFeedOptions } from '../adapters/okx/feed.js';
 import { BybitFeed, type BybitFeedOptions } from '../adapters/bybit/feed.js';
 import { exchangeReplayFeed } from '../adapters/replay/exchanges.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
-import type { Market } from '../adapters/simulator/market.js';
-import { startOkxSimulator, type OkxSimulator, type OkxSimulatorOptions } from '../adapters/simulator/okxServer.js';
-import { startBybitSimulator, type BybitSimulator, type BybitSimulatorOptions } from '../adapters/simulator/bybitServer.js';
+import { DeribitFeed } from '../adapters/deribit/feed.js';
+import type { SimulatorEndpoints } from '../adapters/simulator/exchanges.js';
+import type { OkxSimulatorOptions } from '../adapters/simulator/okxServer.js';
+import type { BybitSimulatorOptions } from '../adapters/simulator/bybitServer.js';
+
+type DeribitFeedOptions = ConstructorParameters<typeof DeribitFeed>[0];
 
 /** Test and embedding overrides of the OKX and Bybit parts. */
 export interface OkxBybitOverrides {
@@ -35,58 +38,24 @@ export function expectedPairs(sources: readonly Source[]): Array<{ source: Sourc
   return sources.flatMap((source) => SUPPORTED_PAIRS[source].map((pair) => ({ source, pair })));
 }
 
-/** The running simulated OKX and Bybit exchanges (null when not configured) and their feeds. */
-export interface SimulatedOkxBybit {
-  readonly okx: OkxSimulator | null;
-  readonly bybit: BybitSimulator | null;
-  readonly feeds: MarketFeed[];
-  /** Close both simulators (the feeds are stopped by the service). */
-  close(): Promise<void>;
-}
-
 /**
- * Start the simulated OKX and Bybit exchanges of `sources` on 127.0.0.1 and their feeds.
- * @param market the shared market (the Deribit simulator's), or undefined to give OKX its own
- * @param marketStepped true when another simulator (Deribit's) already steps `market` every tick;
- *   otherwise the first of OKX/Bybit started steps it and the other shares it
- * @param simulatedDefaults simulator options applied before the overrides (e.g. update rates)
+ * The feeds of the simulated exchanges at `endpoints` (in this process or the simulator process): the same
+ * adapters as live, only the URLs differ. Deribit pairs: the spec's table.
  */
-export async function startSimulatedOkxBybit(
-  sources: readonly Source[],
-  market: Market | undefined,
-  marketStepped: boolean,
-  opts: { readonly seed: number; readonly clock: Clock; readonly logger: Logger; readonly overrides?: OkxBybitOverrides },
-): Promise<SimulatedOkxBybit> {
-  const ov = opts.overrides ?? {};
-  /** The simulators' clock (Unix ms) is the service's clock: one timeline for market and service. */
-  const simClockMs = (): number => opts.clock.now() * 1000;
-  let shared = market;
-  let stepped = marketStepped;
-  let okx: OkxSimulator | null = null;
-  let bybit: BybitSimulator | null = null;
+export function simulatedFeeds(
+  endpoints: SimulatorEndpoints,
+  clock: Clock,
+  logger: Logger,
+  overrides: OkxBybitOverrides & { readonly deribit?: Partial<DeribitFeedOptions> } = {},
+): MarketFeed[] {
   const feeds: MarketFeed[] = [];
-  if (sources.includes('OKX')) {
-    okx = await startOkxSimulator({ host: '127.0.0.1', seed: opts.seed, ...(shared ? { market: shared } : { clock: simClockMs }), stepMarket: !stepped, optionUpdatesPerSecond: 0.5, ...ov.okxSimulator });
-    shared = okx.market;
-    stepped = true;
-    opts.logger.info({ url: okx.url, rest: okx.restUrl }, 'simulated OKX exchange listening');
-    feeds.push(new OkxFeed({ url: okx.url, baseUrl: okx.restUrl, logger: opts.logger, clock: opts.clock, ...ov.okx }));
+  if (endpoints.deribit) feeds.push(new DeribitFeed({ url: endpoints.deribit.url, pairs: SUPPORTED_PAIRS.DERIBIT, logger, clock, ...overrides.deribit }));
+  if (endpoints.okx) feeds.push(new OkxFeed({ url: endpoints.okx.url, baseUrl: endpoints.okx.restUrl, logger, clock, ...overrides.okx }));
+  if (endpoints.bybit) {
+    const b = endpoints.bybit;
+    feeds.push(new BybitFeed({ optionUrl: b.optionUrl, linearUrl: b.linearUrl, baseUrl: b.restUrl, logger, clock, ...overrides.bybit }));
   }
-  if (sources.includes('BYBIT')) {
-    bybit = await startBybitSimulator({ host: '127.0.0.1', seed: opts.seed, ...(shared ? { market: shared } : { clock: simClockMs }), stepMarket: !stepped, optionUpdatesPerSecond: 0.5, ...ov.bybitSimulator });
-    opts.logger.info({ option: bybit.optionUrl, linear: bybit.linearUrl, rest: bybit.restUrl }, 'simulated Bybit exchange listening');
-    feeds.push(
-      new BybitFeed({ optionUrl: bybit.optionUrl, linearUrl: bybit.linearUrl, baseUrl: bybit.restUrl, logger: opts.logger, clock: opts.clock, ...ov.bybit }),
-    );
-  }
-  return {
-    okx,
-    bybit,
-    feeds,
-    close: async () => {
-      await Promise.all([okx?.close(), bybit?.close()]);
-    },
-  };
+  return feeds;
 }
 
 /** Live OKX and Bybit feeds of `sources` on the configured URLs (decisions.md). */

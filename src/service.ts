@@ -1,8 +1,9 @@
 /**
  * Composition of the service: market source -> adapters -> streams -> cache -> REST.
  *
- * `simulated` (default): the embedded simulators of the configured exchanges (SOURCES, default Deribit,
- * OKX and Bybit, one shared stochastic market) are started in-process on 127.0.0.1 and the real adapters
+ * `simulated` (default): the simulators of the configured exchanges (SOURCES, default Deribit, OKX and Bybit,
+ * one shared stochastic market, adapters/simulator/exchanges.ts) are started on 127.0.0.1, in their own child
+ * process (SIMULATOR_PROCESS=separate, the default) or in this one (`inprocess`, tests), and the real adapters
  * connect to them over real sockets (only the URLs differ from `live`).
  * `live`: the real exchanges' WebSockets and REST. `replay`: recorded JSON Lines files (one per exchange)
  * through the same normalizers, with the messages' own time as the service clock. OKX and Bybit: ./marketSources.ts.
@@ -20,15 +21,19 @@ import { buildMetricsApp, installMetrics } from './api/plugins/metrics.js';
 import { Monitoring } from './metrics/monitoring.js';
 import { DEFAULT_METRICS_HOST, apiKeysFromConfig, metricsKeyFromConfig, securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
-import { CalibrationWorker } from '../streams/calibrationPool.js';
-import { prepareSimulatedHistory, type SimulatedHistory } from '../streams/simulatedHistory.js';
+import { CalibrationPool, defaultPoolSize, HistoryWorker } from '../streams/calibrationPool.js';
+import type { SimulatedHistory } from '../streams/simulatedHistory.js';
 import type { MarketFeed } from './domain/feeds.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
-import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
+import type { DeribitSimulator, DeribitSimulatorOptions } from '../adapters/simulator/deribitServer.js';
+import type { OkxSimulator } from '../adapters/simulator/okxServer.js';
+import type { BybitSimulator } from '../adapters/simulator/bybitServer.js';
+import type { SimulatedExchanges, SimulatorEndpoints } from '../adapters/simulator/exchanges.js';
+import type { SimulatorProcess, SimulatorProcessOptions } from '../adapters/simulator/processClient.js';
 import { startKafkaRole, type KafkaWiring } from './kafka/wiring.js';
 import { buildHealthApp } from './api/healthApp.js';
-import { expectedPairs, liveOkxBybitFeeds, replayFeeds, startSimulatedOkxBybit, type OkxBybitOverrides, type SimulatedOkxBybit } from './marketSources.js';
+import { expectedPairs, liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
 
 /** A running service. */
 export interface RunningService {
@@ -40,12 +45,16 @@ export interface RunningService {
   readonly url: string;
   /** Base URL of the metrics-only listener (METRICS_PORT), e.g. http://127.0.0.1:9464; null when /metrics is on `url`. */
   readonly metricsUrl: string | null;
-  /** URL of the embedded simulator (simulated mode), for tests and logs. */
+  /** URL of the simulated Deribit exchange (simulated mode), for tests and logs. */
   readonly simulatorUrl: string | null;
-  /** Fault hooks of the embedded simulator (simulated mode). */
-  readonly simulator: Awaited<ReturnType<typeof startDeribitSimulator>> | null;
-  /** The embedded OKX and Bybit simulators (simulated mode; null when not configured). */
-  readonly simulators: { readonly okx: SimulatedOkxBybit['okx']; readonly bybit: SimulatedOkxBybit['bybit'] };
+  /** The simulated Deribit exchange and its fault hooks (simulated mode with SIMULATOR_PROCESS=inprocess; else null). */
+  readonly simulator: DeribitSimulator | null;
+  /** The simulated OKX and Bybit exchanges (SIMULATOR_PROCESS=inprocess; null when not configured or in their own process). */
+  readonly simulators: { readonly okx: OkxSimulator | null; readonly bybit: BybitSimulator | null };
+  /** The simulators' own process (simulated mode with SIMULATOR_PROCESS=separate, the default), or null. */
+  readonly simulatorProcess: SimulatorProcess | null;
+  /** The calibration worker pool (its size and pair assignment). */
+  readonly calibration: CalibrationPool;
   /** Resolves when the replay file has been read completely (replay mode). */
   readonly replayDone: Promise<void> | null;
   /** True when every chain state received so far has been calibrated at its latest version. */
@@ -64,11 +73,21 @@ export interface ServiceOverrides extends OkxBybitOverrides {
   readonly simulatorPort?: number;
   /** Deribit feed options merged over the defaults (heartbeat, silence timeout...). */
   readonly deribit?: Partial<ConstructorParameters<typeof DeribitFeed>[0]>;
-  /** Simulator options merged over the defaults. */
-  readonly simulator?: Partial<Parameters<typeof startDeribitSimulator>[0]>;
+  /**
+   * Simulator options merged over the defaults. With SIMULATOR_PROCESS=separate only their plain-data fields
+   * (numbers, strings, booleans) reach the simulator process; a `market` or `clock` needs `inprocess`.
+   */
+  readonly simulator?: Partial<DeribitSimulatorOptions>;
 }
 
 const DERIBIT_PAIRS: readonly Pair[] = SUPPORTED_PAIRS.DERIBIT;
+
+/** The plain-data (number, string, boolean) fields of simulator options: what crosses to the simulator process. */
+function plain<T extends object>(o: T | undefined): Record<string, number | string | boolean> {
+  const out: Record<string, number | string | boolean> = {};
+  for (const [k, v] of Object.entries(o ?? {})) if (typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean') out[k] = v;
+  return out;
+}
 
 /** Start everything per `config`; resolves once the HTTP server listens. */
 export async function startService(config: Config, logger: Logger, overrides: ServiceOverrides = {}): Promise<RunningService> {
@@ -86,8 +105,8 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
   const kafka = startKafkaRole(config, cache, logger);
 
-  let simulator: RunningService['simulator'] = null;
-  let okxBybit: SimulatedOkxBybit | null = null;
+  let exchanges: SimulatedExchanges | null = null;
+  let simProcess: SimulatorProcess | null = null;
   let simHistory: SimulatedHistory | null = null;
   const feeds: MarketFeed[] = [];
   let replayDone: Promise<void> | null = null;
@@ -95,28 +114,47 @@ export async function startService(config: Config, logger: Logger, overrides: Se
 
   if (config.ROLE === 'api') {
     // No exchange connection: the cache is filled from Kafka.
-  } else if (config.MARKET_SOURCE === 'simulated' && !config.SOURCES.includes('DERIBIT')) {
-    okxBybit = await startSimulatedOkxBybit(config.SOURCES, undefined, false, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
-    feeds.push(...okxBybit.feeds);
   } else if (config.MARKET_SOURCE === 'simulated') {
-    // SIM_HISTORY_HOURS of market history before now: the simulator serves its continuation and the iVSummary
-    // 24 h changes are seeded from it (streams/simulatedHistory.ts).
-    if (config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
-      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES, clock: clockMs });
+    // Simulator code is loaded only here (dynamic imports): a live or replay service never loads it.
+    const separate = config.SIMULATOR_PROCESS === 'separate';
+    // SIM_HISTORY_HOURS of market history before now (with Deribit): the simulator serves its continuation and the
+    // iVSummary 24 h changes are seeded from it (streams/simulatedHistory.ts).
+    if (config.SOURCES.includes('DERIBIT') && config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
+      const { prepareSimulatedHistory } = await import('../streams/simulatedHistory.js');
+      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES, buildMarket: !separate, clock: clockMs });
     }
-    simulator = await startDeribitSimulator({
-      port: overrides.simulatorPort ?? 0,
-      host: '127.0.0.1',
-      seed: config.SIM_SEED,
-      clock: clockMs,
-      ...(simHistory ? { market: simHistory.market } : {}),
-      ...overrides.simulator,
-    });
-    logger.info({ url: simulator.url }, 'simulated Deribit exchange listening');
-    feeds.push(new DeribitFeed({ url: simulator.url, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
-    // OKX and Bybit on the same market, which the Deribit simulator steps.
-    okxBybit = await startSimulatedOkxBybit(config.SOURCES, simulator.market, true, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
-    feeds.push(...okxBybit.feeds);
+    const port = overrides.simulatorPort !== undefined ? { port: overrides.simulatorPort } : {};
+    let endpoints: SimulatorEndpoints;
+    if (separate) {
+      const { startSimulatorProcess } = await import('../adapters/simulator/processClient.js');
+      const opts: SimulatorProcessOptions = {
+        sources: config.SOURCES,
+        seed: config.SIM_SEED,
+        // the child runs on this service's clock: the same offset from the machine's wall clock
+        clockOffsetMs: clockMs() - Date.now(),
+        ...(simHistory ? { history: { spec: simHistory.spec, steps: simHistory.steps } } : {}),
+        deribit: { ...port, ...plain(overrides.simulator) },
+        okx: plain(overrides.okxSimulator),
+        bybit: plain(overrides.bybitSimulator),
+      };
+      simProcess = await startSimulatorProcess(opts);
+      endpoints = simProcess.endpoints;
+      logger.info({ pid: simProcess.pid, ...endpoints }, 'simulated exchanges listening in their own process');
+    } else {
+      const { startSimulatedExchanges } = await import('../adapters/simulator/exchanges.js');
+      exchanges = await startSimulatedExchanges({
+        sources: config.SOURCES,
+        seed: config.SIM_SEED,
+        clock: clockMs,
+        ...(simHistory?.market ? { market: simHistory.market } : {}),
+        deribit: { ...port, ...overrides.simulator },
+        okx: overrides.okxSimulator ?? {},
+        bybit: overrides.bybitSimulator ?? {},
+      });
+      endpoints = exchanges.endpoints;
+      logger.info({ ...endpoints }, 'simulated exchanges listening in this process');
+    }
+    feeds.push(...simulatedFeeds(endpoints, clock, feedLogger, overrides));
   } else if (config.MARKET_SOURCE === 'live') {
     if (config.SOURCES.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
     feeds.push(...liveOkxBybitFeeds(config, config.SOURCES, clock, feedLogger, overrides));
@@ -138,12 +176,13 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     publisher: () => kafka.publisher,
   });
   const seenPairs = new Set<string>();
-  const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
+  const pool = new CalibrationPool({ sabrBeta: config.SABR_BETA }, config.CALIBRATION_WORKERS > 0 ? config.CALIBRATION_WORKERS : defaultPoolSize());
   const history = cache.history;
-  simHistory?.start({ fitAt: (spec, step) => worker.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
+  const historyWorker = simHistory ? new HistoryWorker({ sabrBeta: config.SABR_BETA }) : null;
+  simHistory?.start({ fitAt: (spec, step) => historyWorker!.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
   const pipelines = startPipelines(events$, {
     cache,
-    fit: (view) => worker.fit(view),
+    fit: (view) => pool.fit(view),
     clock,
     throttleMs: config.CALIBRATION_THROTTLE_MS,
     logger: logger.child({ component: 'streams' }),
@@ -210,9 +249,11 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     feeds,
     url,
     metricsUrl,
-    simulatorUrl: simulator?.url ?? null,
-    simulator,
-    simulators: { okx: okxBybit?.okx ?? null, bybit: okxBybit?.bybit ?? null },
+    simulatorUrl: exchanges?.endpoints.deribit?.url ?? simProcess?.endpoints.deribit?.url ?? null,
+    simulator: exchanges?.deribit ?? null,
+    simulators: { okx: exchanges?.okx ?? null, bybit: exchanges?.bybit ?? null },
+    simulatorProcess: simProcess,
+    calibration: pool,
     replayDone,
     settled: () => pipelines.isSettled(),
     kafka,
@@ -226,11 +267,12 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       await Promise.all(feeds.map((f) => f.stop()));
       pipelines.subscription.unsubscribe();
       simHistory?.stop();
-      await worker.close();
+      await pool.close();
+      await historyWorker?.close();
       await kafka.close();
       cache.updates$.complete();
-      if (simulator) await simulator.close();
-      if (okxBybit) await okxBybit.close();
+      await exchanges?.close();
+      await simProcess?.close();
     },
   };
 }

@@ -1,84 +1,306 @@
 /**
- * A worker thread that fits chains (streams/calibrationWorker.ts) off the main thread.
+ * Calibration off the thread serving REST: a pool of worker threads (streams/calibrationWorker.ts) that fit
+ * chains, and the separate worker of the simulated 24 h history (streams/historyWorker.ts, simulated mode only,
+ * so that simulator code never loads in the production calibration workers).
  *
- * Requests are answered in order; a worker that dies fails its pending requests with an error
- * and is restarted on the next request. The pipeline's `latestWins` keeps at most one request in
- * flight per (source, pair).
+ * Pool (issue 12 item 2): `size` workers (default {@link defaultPoolSize}: `os.availableParallelism() - 1`, at
+ * least 1, or CALIBRATION_WORKERS). Each (source, pair) is assigned to one worker on first sight (the worker with
+ * the least expected work assigned so far), and stays there: the worker's {@link ChainFitter} keeps that pair's
+ * memory (last good slices, repair counts). Each worker runs one fit at a time; fits waiting for a worker are
+ * taken shortest-expected-first (an exponentially weighted mean of each pair's own fit times), aged by their
+ * waiting time, so that a fast pair waits at most for the one fit in progress, never behind a queue of slow
+ * ones, and a slow pair is never starved; a full fit (ChainView.full: start, after the source reconnected, after a
+ * roll-off, the periodic safety net) goes before incremental ones, so that data stale after a reconnect is
+ * refreshed first. The pipeline's `latestWins` keeps at most one request per pair in
+ * flight (latest state wins), so a worker's queue holds at most one request per pair.
+ *
+ * A worker that dies fails its pending requests with an error and is restarted on the next request (its pairs'
+ * memory is lost; the next fit of each is cold).
  */
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 import type { HistorySpec } from './simulatedHistory.js';
 
+/** Default pool size: one worker per core, minus one core for REST and ingest, at least one. */
+export function defaultPoolSize(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
 interface Pending {
-  resolve: (result: ChainFit | ChainFit[]) => void;
+  resolve: (result: unknown) => void;
   reject: (err: Error) => void;
 }
 
-export class CalibrationWorker {
+/**
+ * One worker thread answering `{ id, ...body }` requests with `{ id, result }` or `{ id, error }`, in order.
+ * Spawned lazily; restarted on the next request after it dies (pending requests then fail).
+ */
+class WorkerChannel {
   private worker: Worker | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closed = false;
+  private idleTimer: NodeJS.Timeout | null = null;
+  /** Workers stopped for idleness (diagnostics, tests). */
+  idleStops = 0;
 
-  /** @param fitOptions options of every fit (SABR beta), passed to the worker at spawn */
-  constructor(private readonly fitOptions: ChainFitOptions = {}) {}
+  /**
+   * @param entry URL of the worker's module (TypeScript, loaded through streams/workerBoot.mjs)
+   * @param data workerData given to the entry besides `entry`
+   * @param name thread name (diagnostics)
+   * @param idleMs stop the worker after this long without a request in flight (its memory is returned; the next
+   *   request spawns a new one); 0 (default) keeps it
+   */
+  constructor(
+    private readonly entry: URL,
+    private readonly data: Record<string, unknown>,
+    private readonly name: string,
+    private readonly idleMs = 0,
+  ) {}
 
   private spawn(): Worker {
-    const w = new Worker(new URL('./workerBoot.mjs', import.meta.url), {
-      workerData: { entry: new URL('./calibrationWorker.ts', import.meta.url).href, fitOptions: this.fitOptions },
-      name: 'calibration',
-    });
-    w.on('message', (msg: { id: number; fit?: ChainFit; fits?: ChainFit[]; error?: string }) => {
+    const w = new Worker(new URL('./workerBoot.mjs', import.meta.url), { workerData: { entry: this.entry.href, ...this.data }, name: this.name });
+    w.on('message', (msg: { id: number; result?: unknown; error?: string }) => {
       const p = this.pending.get(msg.id);
       if (!p) return;
       this.pending.delete(msg.id);
-      if (msg.fit) p.resolve(msg.fit);
-      else if (msg.fits) p.resolve(msg.fits);
-      else p.reject(new Error(msg.error ?? 'calibration worker error'));
+      if (msg.error === undefined) p.resolve(msg.result);
+      else p.reject(new Error(msg.error));
+      if (this.pending.size === 0 && this.idleMs > 0 && this.worker === w) {
+        this.idleTimer = setTimeout(() => {
+          this.idleTimer = null;
+          if (this.worker !== w || this.pending.size > 0) return;
+          this.worker = null;
+          this.idleStops++;
+          void w.terminate();
+        }, this.idleMs);
+        this.idleTimer.unref();
+      }
     });
     const fail = (err: Error): void => {
-      if (this.worker === w) this.worker = null;
+      // a worker already replaced (stopped for idleness, or after its 'error') owns no pending request
+      if (this.worker !== w) return;
+      this.worker = null;
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();
     };
     w.on('error', fail);
-    w.on('exit', (code) => fail(new Error(`calibration worker exited with code ${code}`)));
+    // (an idle stop has no pending request: nothing fails)
+    w.on('exit', (code) => fail(new Error(`${this.name} worker exited with code ${code}`)));
     return w;
   }
 
-  /**
-   * Fit `view` in the worker, with the worker's memory of (source, pair) in `namespace` (default 'live';
-   * the simulated history seeding passes its own, streams/simulatedHistory.ts).
-   * @throws Error (rejected promise) when the worker fails or the pool is closed
-   */
-  fit(view: ChainView, namespace?: string): Promise<ChainFit> {
-    return this.request({ view, ...(namespace ? { namespace } : {}) }) as Promise<ChainFit>;
-  }
-
-  /**
-   * Print step `step` of the simulated history `spec` and fit every pair, in the worker (streams/simulatedHistory.ts).
-   * @throws Error (rejected promise) when the worker fails or the pool is closed
-   */
-  fitHistory(spec: HistorySpec, step: number): Promise<ChainFit[]> {
-    return this.request({ history: { spec, step } }) as Promise<ChainFit[]>;
-  }
-
-  private request(body: Record<string, unknown>): Promise<ChainFit | ChainFit[]> {
-    if (this.closed) return Promise.reject(new Error('calibration worker closed'));
+  /** @throws Error (rejected promise) when the worker fails or the channel is closed */
+  request<T>(body: Record<string, unknown>): Promise<T> {
+    if (this.closed) return Promise.reject(new Error(`${this.name} worker closed`));
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = null;
     this.worker ??= this.spawn();
     const id = this.nextId++;
-    return new Promise<ChainFit | ChainFit[]>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject });
       this.worker!.postMessage({ id, ...body });
     });
   }
 
-  /** Stop the worker; pending requests are rejected. */
+  /** Thread id of the running worker, or null. */
+  get threadId(): number | null {
+    return this.worker?.threadId ?? null;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
+    if (this.idleTimer) clearTimeout(this.idleTimer);
     const w = this.worker;
     this.worker = null;
+    for (const p of this.pending.values()) p.reject(new Error(`${this.name} worker closed`));
+    this.pending.clear();
     if (w) await w.terminate();
+  }
+}
+
+interface Queued {
+  readonly key: string;
+  readonly view: ChainView;
+  readonly namespace: string | undefined;
+  readonly enqueuedAt: number;
+  readonly resolve: (f: ChainFit) => void;
+  readonly reject: (e: Error) => void;
+}
+
+interface Slot {
+  readonly channel: WorkerChannel;
+  readonly queue: Queued[];
+  busy: boolean;
+  /** Sum of the expected fit times (ms) of the pairs assigned to this worker. */
+  load: number;
+}
+
+/** Figures of the pool (metrics, tests). */
+export interface PoolStats {
+  readonly workers: number;
+  /** (source:pair) -> worker index. */
+  readonly assignment: Readonly<Record<string, number>>;
+  /** (source:pair) -> expected fit time, ms (EWMA). */
+  readonly expectedMs: Readonly<Record<string, number>>;
+  /** Fits waiting for their worker now. */
+  readonly queued: number;
+}
+
+const now = (): number => performance.now();
+/** Weight of the newest fit time in a pair's expected fit time. */
+const EWMA = 0.3;
+/** Expected fit time of a pair never fitted yet, ms. */
+const UNKNOWN_MS = 20;
+/** Head start of a full fit in a worker's queue, ms (more than any fit takes: full fits go first). */
+const FULL_FIRST_MS = 60_000;
+
+/**
+ * A pool of calibration worker threads (see the module docstring).
+ */
+export class CalibrationPool {
+  private readonly slots: Slot[];
+  private readonly assigned = new Map<string, number>();
+  private readonly expected = new Map<string, number>();
+  private closed = false;
+
+  /**
+   * @param fitOptions options of every fit (SABR beta), passed to the workers at spawn
+   * @param size number of workers (>= 1; default {@link defaultPoolSize})
+   * @throws RangeError when size is not a positive integer
+   */
+  constructor(fitOptions: ChainFitOptions = {}, size: number = defaultPoolSize()) {
+    if (!Number.isInteger(size) || size < 1) throw new RangeError(`CalibrationPool: size must be a positive integer, got ${size}`);
+    this.slots = Array.from({ length: size }, (_, i) => ({
+      channel: new WorkerChannel(new URL('./calibrationWorker.ts', import.meta.url), { fitOptions }, `calibration-${i}`),
+      queue: [],
+      busy: false,
+      load: 0,
+    }));
+  }
+
+  /** Number of workers. */
+  get size(): number {
+    return this.slots.length;
+  }
+
+  /**
+   * Fit `view` in the worker owning its (source, pair), with that pair's memory in `namespace` (default 'live').
+   * @throws Error (rejected promise) when the worker fails or the pool is closed
+   */
+  fit(view: ChainView, namespace?: string): Promise<ChainFit> {
+    if (this.closed) return Promise.reject(new Error('calibration pool closed'));
+    const key = `${namespace ?? 'live'}:${view.source}:${view.pair.base}/${view.pair.quote}`;
+    const slot = this.slots[this.slotOf(key)]!;
+    return new Promise<ChainFit>((resolve, reject) => {
+      slot.queue.push({ key, view, namespace, enqueuedAt: now(), resolve, reject });
+      this.pump(slot);
+    });
+  }
+
+  /** The pool's assignment and expected fit times. */
+  stats(): PoolStats {
+    return {
+      workers: this.slots.length,
+      assignment: Object.fromEntries(this.assigned),
+      expectedMs: Object.fromEntries(this.expected),
+      queued: this.slots.reduce((a, s) => a + s.queue.length, 0),
+    };
+  }
+
+  private slotOf(key: string): number {
+    let i = this.assigned.get(key);
+    if (i === undefined) {
+      i = 0;
+      for (let j = 1; j < this.slots.length; j++) if (this.slots[j]!.load < this.slots[i]!.load) i = j;
+      this.assigned.set(key, i);
+      this.expected.set(key, UNKNOWN_MS);
+      this.slots[i]!.load += UNKNOWN_MS;
+    }
+    return i;
+  }
+
+  /** Start the next fit of `slot` when it is idle: the smallest expected time minus waiting time first. */
+  private pump(slot: Slot): void {
+    if (slot.busy || slot.queue.length === 0 || this.closed) return;
+    const t = now();
+    let best = 0;
+    let bestScore = Infinity;
+    for (let i = 0; i < slot.queue.length; i++) {
+      const q = slot.queue[i]!;
+      // a full fit (start, reconnect of the source, roll-off, the periodic safety net) goes first: after a
+      // reconnect that pair's served data is stale until it is done
+      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - (q.view.full ? FULL_FIRST_MS : 0);
+      if (score < bestScore) {
+        bestScore = score;
+        best = i;
+      }
+    }
+    const job = slot.queue.splice(best, 1)[0]!;
+    slot.busy = true;
+    const t0 = now();
+    slot.channel.request<ChainFit>({ view: job.view, ...(job.namespace ? { namespace: job.namespace } : {}) }).then(
+      (fit) => {
+        const ms = now() - t0;
+        const prev = this.expected.get(job.key) ?? UNKNOWN_MS;
+        const next = prev + EWMA * (ms - prev);
+        this.expected.set(job.key, next);
+        slot.load += next - prev;
+        slot.busy = false;
+        job.resolve(fit);
+        this.pump(slot);
+      },
+      (err: Error) => {
+        slot.busy = false;
+        job.reject(err);
+        this.pump(slot);
+      },
+    );
+  }
+
+  /** Stop every worker; queued and pending requests are rejected. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const s of this.slots) {
+      for (const q of s.queue.splice(0)) q.reject(new Error('calibration pool closed'));
+    }
+    await Promise.all(this.slots.map((s) => s.channel.close()));
+  }
+}
+
+/**
+ * The worker of the simulated 24 h history (simulated mode only): prints the twin market's chains and fits
+ * them (streams/historyWorker.ts, streams/simulatedHistory.ts), apart from the production calibration pool.
+ */
+export class HistoryWorker {
+  private readonly channel: WorkerChannel;
+
+  /**
+   * @param fitOptions options of every fit (SABR beta)
+   * @param idleMs stop the thread after this long without work (default 30 000: the seeding needs it a few seconds
+   *   every `everyS`, 5 minutes, so its memory, the simulator modules and the twin market, is not held between);
+   *   the next point respawns it and the twin market steps from its start again, in the worker
+   */
+  constructor(fitOptions: ChainFitOptions = {}, idleMs = 30_000) {
+    this.channel = new WorkerChannel(new URL('./historyWorker.ts', import.meta.url), { fitOptions }, 'history', idleMs);
+  }
+
+  /** Times the thread was stopped for idleness. */
+  get idleStops(): number {
+    return this.channel.idleStops;
+  }
+
+  /**
+   * Print step `step` of the simulated history `spec` and fit every pair.
+   * @throws Error (rejected promise) when the worker fails or is closed
+   */
+  fitHistory(spec: HistorySpec, step: number): Promise<ChainFit[]> {
+    return this.channel.request<ChainFit[]>({ history: { spec, step } });
+  }
+
+  async close(): Promise<void> {
+    await this.channel.close();
   }
 }

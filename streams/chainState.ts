@@ -18,6 +18,19 @@ export interface ChainView {
   readonly futures: readonly FutureQuote[];
   /** The chain state's version (count of applied changes) this view was taken at. */
   readonly version: number;
+  /**
+   * Incremental refit input (issue 12 item 1): the expiries (Unix s) whose option quotes or dated future changed
+   * since the version given to {@link ChainState.view} (the last successfully fitted one), ascending. Absent or
+   * `full: true`: treat every expiry as changed.
+   */
+  readonly changedExpiries?: readonly number[];
+  /**
+   * True when this view needs a full cold fit: the first view, an instrument rolled off or removed, a reconnect of
+   * the source ({@link ChainState.requireFull}), or the periodic safety net (the pipeline's `fullRefitEveryMs`).
+   */
+  readonly full?: boolean;
+  /** True when the spot index changed since that version (the forward curve's spot; slices fit their own forwards). */
+  readonly spotChanged?: boolean;
 }
 
 export class ChainState {
@@ -28,6 +41,12 @@ export class ChainState {
   private latestTs = -Infinity;
   /** Events applied since the last view(). */
   version = 0;
+  /** Per expiry (Unix s), the version of its last change (option quote or dated future). */
+  private readonly expiryChangedAt = new Map<number, number>();
+  /** Version of the last change that needs a full fit (roll-off, reconnect); 0 at start (the first view is full). */
+  private fullAt = 0;
+  /** Version of the last spot index change. */
+  private spotChangedAt = 0;
 
   constructor(
     readonly source: Source,
@@ -46,6 +65,7 @@ export class ChainState {
         if (prev && prev.timestamp > ev.timestamp) return false;
         this.options.set(ev.instrument, ev);
         this.setIndex(ev.indexPrice, ev.timestamp, false);
+        this.expiryChangedAt.set(ev.expirationTimestamp, this.version + 1);
         break;
       }
       case 'future': {
@@ -53,6 +73,7 @@ export class ChainState {
         if (prev && prev.timestamp > ev.timestamp) return false;
         this.futures.set(ev.instrument, ev);
         this.setIndex(ev.indexPrice, ev.timestamp, false);
+        if (ev.expirationTimestamp !== null) this.expiryChangedAt.set(ev.expirationTimestamp, this.version + 1);
         break;
       }
       case 'index':
@@ -79,8 +100,21 @@ export class ChainState {
         n++;
       }
     }
-    if (n > 0) this.version++;
+    if (n > 0) {
+      this.version++;
+      this.fullAt = this.version;
+      for (const e of [...this.expiryChangedAt.keys()]) if (e <= nowS) this.expiryChangedAt.delete(e);
+    }
     return n;
+  }
+
+  /**
+   * Views need a full cold fit until a fit of a version >= `atVersion` succeeds. Default: from the next change on
+   * (after the source reconnected: quotes may have jumped while away); the pipeline's periodic safety net passes
+   * the current version.
+   */
+  requireFull(atVersion = this.version + 1): void {
+    this.fullAt = Math.max(this.fullAt, atVersion);
   }
 
   /** Number of option instruments held. */
@@ -88,8 +122,17 @@ export class ChainState {
     return this.options.size;
   }
 
-  /** Immutable copy for calibration. */
-  view(): ChainView {
+  /**
+   * Immutable copy for calibration.
+   * @param sinceVersion the version of the last view fitted successfully (the pipeline's); the view's
+   *   `changedExpiries` are those changed after it, `full` is set when a full fit is needed since then (or when
+   *   `sinceVersion` is omitted or < 1: nothing fitted yet). Default: a full view.
+   */
+  view(sinceVersion = 0): ChainView {
+    const full = sinceVersion < 1 || this.fullAt > sinceVersion;
+    const changed: number[] = [];
+    for (const [e, v] of this.expiryChangedAt) if (full || v > sinceVersion) changed.push(e);
+    changed.sort((a, b) => a - b);
     return Object.freeze({
       source: this.source,
       pair: this.pair,
@@ -98,6 +141,9 @@ export class ChainState {
       options: Object.freeze([...this.options.values()]),
       futures: Object.freeze([...this.futures.values()]),
       version: this.version,
+      changedExpiries: Object.freeze(changed),
+      full,
+      spotChanged: full || this.spotChangedAt > sinceVersion,
     });
   }
 
@@ -105,10 +151,12 @@ export class ChainState {
   private setIndex(price: number, ts: number, dedicated: boolean): void {
     if (dedicated) {
       if (ts >= this.indexTs) {
+        if (price !== this.indexPrice) this.spotChangedAt = this.version + 1;
         this.indexPrice = price;
         this.indexTs = ts;
       }
     } else if (this.indexPrice === null || ts > this.indexTs) {
+      if (price !== this.indexPrice) this.spotChangedAt = this.version + 1;
       this.indexPrice = price;
       this.indexTs = ts;
     }

@@ -9,6 +9,12 @@
  * ```
  * Per (source, pair): at most one calibration in flight and the latest state wins
  * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: docs/architecture.md.
+ *
+ * Incremental refits (issue 12 item 1): each view carries the expiries changed since the last SUCCESSFUL fit of
+ * its pair (ChainView.changedExpiries; a superset when views were skipped or a fit failed) and whether a full cold
+ * fit is due (ChainView.full: first view, roll-off, reconnect of the source, or `fullRefitEveryMs` elapsed). The
+ * fit entry point (the worker's ChainFitter, which keeps each pair's previous slices in its FitMemory) decides
+ * what to refit from them.
  */
 import { auditTime, filter, groupBy, map, mergeMap, share, Subscription, type Observable } from 'rxjs';
 import type { Clock } from '../src/domain/clock.js';
@@ -38,6 +44,12 @@ export interface PipelineOptions {
   readonly fit?: (view: ChainView) => ChainFit | Promise<ChainFit>;
   /** Called after each calibration (metrics, logs). */
   readonly onCalibrated?: (r: CalibrationResult) => void;
+  /**
+   * The safety net of incremental refits: a (source, pair) gets a full cold fit (ChainView.full) at least this
+   * often, ms. Default 60 000. Full fits also happen at start, after an instrument rolled off, and after the
+   * source reconnected.
+   */
+  readonly fullRefitEveryMs?: number;
 }
 
 type ChainEvent = OptionQuote | FutureQuote | IndexPrice;
@@ -67,11 +79,25 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
   const shared$ = events$.pipe(share());
   const subs = new Subscription();
 
+  const sequences = new Map<string, number>();
+  const states = new Map<string, ChainState>();
+  const calibratedVersion = new Map<string, number>();
+  /** Version of the last SUCCESSFUL fit per (source, pair): what the next view's changed expiries are relative to. */
+  const fittedVersion = new Map<string, number>();
+  const lastFullAt = new Map<string, number>();
+  const fullEveryMs = opts.fullRefitEveryMs ?? 60_000;
+  const wasDisconnected = new Set<string>();
+
   subs.add(
     shared$
       .pipe(filter((e): e is FeedStatus => e.kind === 'status'))
       .subscribe((e) => {
         if (e.state !== 'connecting') cache.setFeedConnected(e.source, e.state === 'connected');
+        if (e.state === 'disconnected') wasDisconnected.add(e.source);
+        else if (e.state === 'connected' && wasDisconnected.delete(e.source)) {
+          // quotes may have jumped while away: the next fit of each of the source's pairs is a full one
+          for (const st of states.values()) if (st.source === e.source) st.requireFull();
+        }
       }),
   );
 
@@ -81,9 +107,6 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
     }),
   );
 
-  const sequences = new Map<string, number>();
-  const states = new Map<string, ChainState>();
-  const calibratedVersion = new Map<string, number>();
   subs.add(
     shared$
       .pipe(
@@ -105,7 +128,11 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             map(() => {
               const s = state!;
               s.rollOff(clock.now());
-              return s.view();
+              const t = performance.now();
+              if (t - (lastFullAt.get(group$.key) ?? -Infinity) >= fullEveryMs) s.requireFull(s.version);
+              const view = s.view(fittedVersion.get(group$.key) ?? 0);
+              if (view.full) lastFullAt.set(group$.key, t);
+              return view;
             }),
             latestWins(
               (view) => fit(view),
@@ -120,6 +147,7 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
               sequences.set(group$.key, seq);
               const result = buildSnapshots(chainFit, seq);
               calibratedVersion.set(group$.key, chainFit.version);
+              fittedVersion.set(group$.key, chainFit.version);
               return result;
             }),
           );

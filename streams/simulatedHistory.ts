@@ -33,6 +33,7 @@ import type { SurfaceSnapshot } from '../src/cache/snapshot.js';
 import { DIFF_HORIZON_S } from '../src/cache/history.js';
 import { normalizeDeribit } from '../adapters/deribit/normalize.js';
 import { Market } from '../adapters/simulator/market.js';
+import { prerunMarket } from '../adapters/simulator/prerun.js';
 import { DeribitChains } from '../adapters/simulator/chains.js';
 import { futureTicker, indexData, notification, optionTicker, type SettlementMemory } from '../adapters/simulator/deribitMessages.js';
 import { Rng } from '../adapters/simulator/rng.js';
@@ -190,6 +191,11 @@ export interface SimulatedHistoryOptions {
   readonly clock?: () => number;
   /** Exchanges whose history is seeded (SOURCES; default all three). */
   readonly sources?: readonly Source[];
+  /**
+   * Build the pre-run Market here (default true). False when the simulators run in another process
+   * (SIMULATOR_PROCESS=separate): that process builds the same market with prerunMarket (adapters/simulator/prerun.ts).
+   */
+  readonly buildMarket?: boolean;
 }
 
 /** What {@link SimulatedHistory.start} needs. */
@@ -216,8 +222,13 @@ export interface SeedingProgress {
 
 /** A pre-run market and the seeding of its history (see the module docstring). */
 export interface SimulatedHistory {
-  /** The Market to give the simulator: stepped from now - hours to now, on the real clock from now on. */
-  readonly market: Market;
+  /**
+   * The Market to give the simulator: stepped from now - hours to now, on the real clock from now on; null with
+   * `buildMarket: false` (the simulator process builds it from {@link SimulatedHistory.spec} and `steps`, adapters/simulator/prerun.ts).
+   */
+  readonly market: Market | null;
+  /** Market steps from the start of the history to now (what {@link prerunMarket} needs). */
+  readonly steps: number;
   /** The history's seed, start and step (what the twin needs). */
   readonly spec: HistorySpec;
   /** Unix ms of the start of the history (now - hours). */
@@ -248,15 +259,7 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
   const startMs = nowMs - nSteps * stepS * 1000;
   const spec: HistorySpec = { seed: opts.seed, startMs, stepS, ...(opts.sources ? { sources: [...opts.sources] } : {}) };
 
-  // The simulator's market: the same construction as the twin's (TwinMarketPrinter), stepped through the
-  // history, then released to the real clock.
-  let simMs: number | null = startMs;
-  const market = new Market({ seed: opts.seed, clock: () => simMs ?? clock() });
-  for (let i = 1; i <= nSteps; i++) {
-    simMs = startMs + i * stepS * 1000;
-    market.step(stepS);
-  }
-  simMs = null;
+  const market = opts.buildMarket === false ? null : prerunMarket(spec, nSteps, clock);
 
   const stepsPerPoint = everyS / stepS;
   const total = nSteps / stepsPerPoint + 1;
@@ -310,6 +313,7 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
 
   return {
     market,
+    steps: nSteps,
     spec,
     startMs,
     start(target) {

@@ -235,7 +235,7 @@ export class BybitFeed implements MarketFeed {
     this.out.complete();
   }
 
-  /** Live counters (adapters/types.ts FeedStats); reconnects summed over every socket. */
+  /** Live counters (src/domain/feeds.ts FeedStats); reconnects summed over every socket. */
   stats(): FeedStats {
     return this.out.stats(
       this.statusConnected,

@@ -53,6 +53,25 @@ import {
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseBybitSymbol, pairOfBaseCoin, type BybitSymbol } from './instruments.js';
+import { fastFields, StringMemo, type FastFieldSpec } from '../shared/fastFields.js';
+
+/** The fields of {@link OptionTickerSchema}, for its fast path (adapters/shared/fastFields.ts). */
+const OPTION_TICKER_FIELDS: FastFieldSpec = {
+  required: ['indexPrice', 'markPriceIv', 'underlyingPrice'],
+  optional: ['bidPrice', 'bidSize', 'bidIv', 'askPrice', 'askSize', 'askIv', 'lastPrice', 'markPrice', 'delta', 'gamma', 'vega', 'theta', 'predictedDeliveryPrice'],
+  strings: ['symbol'],
+};
+
+/** A ticker push checked by hand (the fast path of TickerMessageSchema), or null. */
+function fastTickerMessage(raw: Record<string, unknown>): TickerMessage | null {
+  const { type, ts, cs, id, data } = raw;
+  if (type !== 'snapshot' && type !== 'delta') return null;
+  if (typeof ts !== 'number' || !Number.isFinite(ts)) return null;
+  if (cs !== undefined && (typeof cs !== 'number' || !Number.isFinite(cs))) return null;
+  if (id !== undefined && typeof id !== 'string') return null;
+  if (!isRecord(data)) return null;
+  return raw as TickerMessage;
+}
 import {
   BybitInstrumentSchema,
   BybitRestEnvelopeSchema,
@@ -63,6 +82,8 @@ import {
   OptionTickerSchema,
   TickerMessageSchema,
   type LinearTicker,
+  type OptionTicker,
+  type TickerMessage,
 } from './wire.js';
 
 export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
@@ -163,10 +184,13 @@ export class BybitNormalizer {
   /** The {@link Normalizer}: one parsed message + receive time (Unix s). Never throws. */
   readonly normalize: Normalizer = neverThrows((raw, receivedAtS) => this.inner(raw, receivedAtS), BybitDropKinds.internal);
 
+  /** Parsed symbols (a pure function of the symbol), so that each name is parsed once. */
+  private readonly names = new StringMemo((symbol: string) => parseBybitSymbol(symbol));
+
   private symbolInfo(symbol: string): { ok: true; inst: BybitSymbol } | { ok: false; reason: 'unsupported' | 'malformed'; detail: string } {
     const l = this.listing.get(symbol);
     if (l) return { ok: true, inst: l.instrument };
-    const p = parseBybitSymbol(symbol);
+    const p = this.names.get(symbol);
     return p.ok ? { ok: true, inst: p.instrument } : p;
   }
 
@@ -176,8 +200,13 @@ export class BybitNormalizer {
     const topic = raw['topic'];
     if (typeof topic === 'string') {
       if (!topic.startsWith('tickers.')) return drop(BybitDropKinds.ignoredTopic, topic.split('.')[0]?.slice(0, 40) ?? topic);
-      const m = TickerMessageSchema.safeParse(raw);
-      if (!m.success) return drop(BybitDropKinds.malformed, `${topic.slice(0, 60)}: ${zodDetail(m.error)}`);
+      let msg = fastTickerMessage(raw);
+      if (!msg) {
+        const parsed = TickerMessageSchema.safeParse(raw);
+        if (!parsed.success) return drop(BybitDropKinds.malformed, `${topic.slice(0, 60)}: ${zodDetail(parsed.error)}`);
+        msg = parsed.data;
+      }
+      const m = { data: msg };
       const symbol = topic.slice('tickers.'.length);
       const data = m.data.data;
       if (data['symbol'] !== undefined && data['symbol'] !== symbol) return drop(BybitDropKinds.badTicker, `${symbol}: data.symbol ${String(data['symbol'])}`);
@@ -211,9 +240,12 @@ export class BybitNormalizer {
   // ------------------------------------------------------------------ options
 
   private optionTicker(inst: BybitSymbol, data: Record<string, unknown>, tsMs: number, receivedAtS: number): NormalizeResult {
-    const parsed = OptionTickerSchema.safeParse(data);
-    if (!parsed.success) return drop(BybitDropKinds.badTicker, `${inst.name}: ${zodDetail(parsed.error)}`);
-    const d = parsed.data;
+    let d = fastFields<OptionTicker>(data, OPTION_TICKER_FIELDS);
+    if (!d) {
+      const parsed = OptionTickerSchema.safeParse(data);
+      if (!parsed.success) return drop(BybitDropKinds.badTicker, `${inst.name}: ${zodDetail(parsed.error)}`);
+      d = parsed.data;
+    }
     const ts = tsMs / 1000;
     const expiry = this.expiryOf(inst) as number;
     if (ts >= expiry) return drop(BybitDropKinds.closed, `${inst.name} at/after expiry`);

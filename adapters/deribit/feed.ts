@@ -1,7 +1,7 @@
 /**
  * DeribitFeed: the Deribit API v2 JSON-RPC WebSocket feed (live, or the simulator: only the URL differs).
  *
- * On every (re)connect, in this order (docs.deribit.com; see README.md beside this file):
+ * On the first connect, in this order (docs.deribit.com; see README.md beside this file):
  * 1. `public/set_heartbeat {interval}` (>= 10 s); every later `heartbeat` `test_request` is answered
  *    with `public/test` (the server closes the connection otherwise);
  * 2. `public/get_instruments {currency, kind, expired: false}` for BTC and ETH (kind option, future)
@@ -12,6 +12,10 @@
  *    and `deribit_price_index.{btc_usd|eth_usd|sol_usdc|xrp_usdc}`;
  * 4. funding bootstrap: `public/get_funding_rate_history` of each configured perpetual over the last
  *    `fundingLookbackS` (hourly points) -> FundingRate events.
+ * On a reconnect (instruments already known), fresh data first: `public/set_heartbeat`, then at once
+ * `public/subscribe` of the index channels and of every known instrument not expired meanwhile; the listings
+ * are re-read in the background (paced as above) and reconciled (definitions announced again, new instruments
+ * subscribed, delisted ones unsubscribed); then the funding bootstrap.
  * Then: the instrument listing is re-read every `instrumentRefreshMs` (new instruments subscribed and
  * announced, expired/delisted ones unsubscribed); when a perpetual ticker's timestamp crosses a UTC
  * hour, the just-settled hour's funding point is fetched (retried until published) and emitted once
@@ -203,7 +207,7 @@ export class DeribitFeed implements MarketFeed {
     this.out.complete();
   }
 
-  /** Live counters (adapters/types.ts FeedStats). */
+  /** Live counters (src/domain/feeds.ts FeedStats). */
   stats(): FeedStats {
     return this.out.stats(this.statusConnected, this.transport.reconnects);
   }
@@ -256,11 +260,22 @@ export class DeribitFeed implements MarketFeed {
   private async session(cid: number): Promise<void> {
     try {
       await this.call(cid, 'public/set_heartbeat', { interval: this.heartbeatS });
-      await this.syncInstruments(cid, true);
       const indexChannels = this.pairs.map((p) => `deribit_price_index.${indexNameOf(p)}`);
-      await this.subscribe(cid, [...indexChannels, ...this.tickerChannels([...this.instruments.keys()])]);
+      const reconnect = this.instruments.size > 0;
+      if (reconnect) {
+        // A reconnect: resubscribe at once from the instruments already known (those expired meanwhile left
+        // out), then re-read the listings in the background and reconcile (subscribe new, unsubscribe delisted).
+        const now = this.clock.now();
+        for (const [name, inst] of this.instruments) if (inst.expirationTimestamp !== null && inst.expirationTimestamp <= now) this.instruments.delete(name);
+        await this.subscribe(cid, [...indexChannels, ...this.tickerChannels([...this.instruments.keys()])]);
+        this.logger.info({ source: this.source, channels: this.subscribed.size }, 'Deribit resubscribed from the known instruments; refreshing the listing');
+        void this.refresh(cid, true);
+      } else {
+        await this.syncInstruments(cid, true);
+        await this.subscribe(cid, [...indexChannels, ...this.tickerChannels([...this.instruments.keys()])]);
+      }
       if (this.refreshMs > 0 && cid === this.cid) {
-        this.refreshTimer = setInterval(() => void this.refresh(cid), this.refreshMs);
+        this.refreshTimer = setInterval(() => void this.refresh(cid, false), this.refreshMs);
       }
       await this.bootstrapFunding(cid);
     } catch (e) {
@@ -324,11 +339,14 @@ export class DeribitFeed implements MarketFeed {
     return { added, removed };
   }
 
-  /** Periodic listing refresh: subscribe new instruments, unsubscribe expired/delisted ones. */
-  private async refresh(cid: number): Promise<void> {
+  /**
+   * Listing refresh (periodic, and in the background after a reconnect with `emitAll`: every definition is
+   * announced again): subscribe new instruments, unsubscribe expired/delisted ones.
+   */
+  private async refresh(cid: number, emitAll: boolean): Promise<void> {
     if (cid !== this.cid) return;
     try {
-      const { added, removed } = await this.syncInstruments(cid, false);
+      const { added, removed } = await this.syncInstruments(cid, emitAll);
       if (removed.length > 0) await this.unsubscribe(cid, this.tickerChannels(removed));
       if (added.length > 0) await this.subscribe(cid, this.tickerChannels(added));
       if (added.length || removed.length) this.logger.info({ source: this.source, added: added.length, removed: removed.length }, 'Deribit instrument listing changed');

@@ -39,6 +39,10 @@ import {
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseInstrumentName, pairOfIndexName, type DeribitInstrument } from './instruments.js';
+import { StringMemo } from '../shared/fastFields.js';
+
+/** Parsed ticker instrument names (a pure function of the name, shared by every caller; bounded). */
+const TICKER_NAMES = new StringMemo((name: string) => parseInstrumentName(name));
 import {
   FundingPointSchema,
   FutureTickerSchema,
@@ -165,7 +169,7 @@ function normalizeTicker(channel: string, data: unknown, receivedAtS: number): N
   const parts = channel.split('.');
   if (parts.length !== 3) return drop(DropKinds.unknownChannel, channel);
   const name = parts[1] as string;
-  const p = parseInstrumentName(name);
+  const p = TICKER_NAMES.get(name);
   if (!p.ok) return drop(nameDropKind(p.reason, DropKinds.badTicker), p.detail);
   if (!isRecord(data)) return drop(DropKinds.badTicker, `${name}: data is not an object`);
   if (data['instrument_name'] !== name) {

@@ -230,7 +230,7 @@ export class OkxFeed implements MarketFeed {
     this.out.complete();
   }
 
-  /** Live counters (adapters/types.ts FeedStats). */
+  /** Live counters (src/domain/feeds.ts FeedStats). */
   stats(): FeedStats {
     return this.out.stats(this.statusConnected, this.transport.reconnects);
   }

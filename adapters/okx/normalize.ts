@@ -54,6 +54,7 @@ import {
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
+import { fastFields, StringMemo, type FastFieldSpec } from '../shared/fastFields.js';
 import { parseOkxInstId, pairOfFamily, type OkxInstrument } from './instruments.js';
 import {
   FundingHistoryItemSchema,
@@ -71,6 +72,25 @@ import {
 } from './wire.js';
 
 export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
+
+/** The fields of {@link OptSummarySchema}, for its fast path (adapters/shared/fastFields.ts). */
+const OPT_SUMMARY_FIELDS: FastFieldSpec = {
+  required: ['markVol', 'ts'],
+  optional: ['delta', 'gamma', 'vega', 'theta', 'deltaBS', 'gammaBS', 'vegaBS', 'thetaBS', 'lever', 'bidVol', 'askVol', 'realVol', 'volLv', 'fwdPx'],
+  strings: ['instId'],
+  optionalStrings: ['instType', 'uly'],
+};
+const ARG_STRINGS = ['instId', 'instFamily', 'uly', 'instType'] as const;
+
+/** A push `{arg: {channel, ...}, data: [...]}` checked by hand (the fast path of OkxPushSchema), or null. */
+function fastPush(raw: Record<string, unknown>): { arg: { channel: string }; data: readonly unknown[] } | null {
+  const arg = raw['arg'];
+  const data = raw['data'];
+  if (!isRecord(arg) || !Array.isArray(data) || typeof arg['channel'] !== 'string') return null;
+  if (raw['action'] !== undefined && typeof raw['action'] !== 'string') return null;
+  for (const k of ARG_STRINGS) if (arg[k] !== undefined && typeof arg[k] !== 'string') return null;
+  return { arg: arg as { channel: string }, data };
+}
 
 /** The stable drop labels of the OKX normalizer (metrics, README). */
 export const OkxDropKinds = {
@@ -157,6 +177,8 @@ export class OkxNormalizer {
   private readonly fundingSeen: FundingDedupe;
   private readonly expiries = new Map<string, number>();
   private readonly onItemDrop: (kind: string, detail: string) => void;
+  /** Parsed instrument ids (a pure function of the id), so that each name is parsed once. */
+  private readonly names = new StringMemo((id: string) => parseOkxInstId(id));
   private fallbacks = 0;
 
   constructor(opts: OkxNormalizerOptions = {}) {
@@ -200,9 +222,13 @@ export class OkxNormalizer {
     if (!Number.isFinite(receivedAtS)) return drop(OkxDropKinds.malformed, `receivedAt ${receivedAtS}`);
     if (typeof raw['event'] === 'string') return this.event(raw);
     if (!('arg' in raw) || !('data' in raw)) return drop(OkxDropKinds.malformed, 'neither a push nor an event');
-    const push = OkxPushSchema.safeParse(raw);
-    if (!push.success) return drop(OkxDropKinds.malformed, `push: ${zodDetail(push.error)}`);
-    const { arg, data } = push.data;
+    let pushed = fastPush(raw);
+    if (!pushed) {
+      const push = OkxPushSchema.safeParse(raw);
+      if (!push.success) return drop(OkxDropKinds.malformed, `push: ${zodDetail(push.error)}`);
+      pushed = push.data;
+    }
+    const { arg, data } = pushed;
     let handle: (item: unknown, recv: number) => ItemResult;
     switch (arg.channel) {
       case 'opt-summary':
@@ -318,13 +344,16 @@ export class OkxNormalizer {
 
   private parseOptItem(item: unknown): { inst: OkxInstrument; d: OptSummary; expiry: number; ts: number } | { ok: false; kind: string; detail: string } {
     const id = isRecord(item) ? item['instId'] : undefined;
-    const p = parseOkxInstId(id);
+    const p = typeof id === 'string' ? this.names.get(id) : parseOkxInstId(id);
     if (!p.ok) return { ok: false, kind: nameDrop(p.reason, OkxDropKinds.badOptSummary), detail: p.detail };
     const inst = p.instrument;
     if (inst.type !== 'option') return drop(OkxDropKinds.badOptSummary, `${inst.name} is not an option`);
-    const parsed = OptSummarySchema.safeParse(item);
-    if (!parsed.success) return drop(OkxDropKinds.badOptSummary, `${inst.name}: ${zodDetail(parsed.error)}`);
-    const d = parsed.data;
+    let d = fastFields<OptSummary>(item as Record<string, unknown>, OPT_SUMMARY_FIELDS);
+    if (!d) {
+      const parsed = OptSummarySchema.safeParse(item);
+      if (!parsed.success) return drop(OkxDropKinds.badOptSummary, `${inst.name}: ${zodDetail(parsed.error)}`);
+      d = parsed.data;
+    }
     if (!pos(d.ts)) return drop(OkxDropKinds.badOptSummary, `${inst.name}: ts ${d.ts}`);
     const ts = d.ts / 1000;
     const expiry = this.expiryOf(inst) as number;

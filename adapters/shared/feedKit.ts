@@ -4,7 +4,7 @@
  * {@link MarketFeed} ({@link FeedOutput}: the hot `events$`, the DropCounter, message counters,
  * JSON parsing of frames, and {@link FeedStats}).
  *
- * Source: adapters/types.ts (MarketFeed, FeedStats); docs/spec ("a malformed exchange message
+ * Source: src/domain/feeds.ts (MarketFeed, FeedStats); docs/spec ("a malformed exchange message
  * is counted, logged once per kind, and dropped, never a crash", via drops.ts).
  */
 import { Subject, type Observable } from 'rxjs';

@@ -5,7 +5,7 @@
  *
  * Everything here is pure (the {@link FundingDedupe} holds only its own memory), never throws, and
  * converts no units: callers pass times already in Unix seconds, except where a parameter's name
- * says ms. Source: adapters/types.ts (NormalizeResult, Normalizer); src/domain/events.ts (event shapes).
+ * says ms. Source: src/domain/feeds.ts (NormalizeResult, Normalizer); src/domain/events.ts (event shapes).
  */
 import type { FundingRate, InstrumentDefinition } from '../../src/domain/events.js';
 import type { Pair, Source } from '../../src/domain/markets.js';
@@ -87,7 +87,7 @@ export function errorMessage(e: unknown): string {
 
 /**
  * Wraps a normalizer so that it never throws: an exception becomes a drop of `internalKind` (the
- * venue's `normalizer-error`) with the exception's message. adapters/types.ts: "Never throws".
+ * venue's `normalizer-error`) with the exception's message. src/domain/feeds.ts: "Never throws".
  */
 export function neverThrows(normalize: Normalizer, internalKind: string): Normalizer {
   return (raw, receivedAtS) => {

@@ -21,17 +21,46 @@ export interface ExpiryPoint {
   vol(K: number): number;
 }
 
-/** The market at `expirationTimestamp` (Unix seconds) on `snap`. */
+/** Per snapshot, the expiry points already read (snapshots are immutable; dropped with their snapshot). */
+const POINTS = new WeakMap<SurfaceSnapshot, Map<number, ExpiryPoint>>();
+/** Expiries remembered per snapshot (a request names at most 100; a snapshot lives a fraction of a second to seconds). */
+const MAX_POINTS_PER_SNAPSHOT = 256;
+
+/**
+ * The market at `expirationTimestamp` (Unix seconds) on `snap`. Precomputed once per (snapshot, expiry): T, the
+ * forward, and the smile at that T with its bracketing slices and interpolation weight (VolSurface
+ * totalVarianceAt), so that the requests reading the same expiry of the same snapshot (a vanilla batch, a scenario
+ * portfolio, repeated requests until the next recalibration) repeat no work; `vol(K)` then costs one log and the
+ * one or two slice evaluations. Same numbers as reading the surface directly.
+ */
 export function expiryPoint(snap: SurfaceSnapshot, expirationTimestamp: number): ExpiryPoint {
+  let bySnap = POINTS.get(snap);
+  if (!bySnap) POINTS.set(snap, (bySnap = new Map()));
+  let p = bySnap.get(expirationTimestamp);
+  if (!p) {
+    p = computeExpiryPoint(snap, expirationTimestamp);
+    if (bySnap.size >= MAX_POINTS_PER_SNAPSHOT) bySnap.clear();
+    bySnap.set(expirationTimestamp, p);
+  }
+  return p;
+}
+
+function computeExpiryPoint(snap: SurfaceSnapshot, expirationTimestamp: number): ExpiryPoint {
   const T = Math.max(expirationTimestamp - snap.observationTimestamp, 0) / SECONDS_PER_YEAR;
   const forward = snap.forwardCurve.forward(T);
   const Tvol = Math.max(T, MIN_T_YEARS);
   const surface = snap.surface;
-  return {
-    T,
-    forward,
-    spot: snap.forwardCurve.spot,
-    observationTimestamp: snap.observationTimestamp,
-    vol: (K: number) => surface.impliedVol(Tvol, K, forward),
-  };
+  let vol: (K: number) => number;
+  if (surface.totalVarianceAt && forward > 0) {
+    const w = surface.totalVarianceAt(Tvol);
+    // the arithmetic of VolSurface.impliedVol: k = ln(K/F), sqrt(w/T), NaN where w < 0, RangeError for K <= 0
+    vol = (K: number) => {
+      if (!(K > 0)) return surface.impliedVol(Tvol, K, forward);
+      const wk = w(Math.log(K / forward));
+      return wk >= 0 ? Math.sqrt(wk / Tvol) : Number.NaN;
+    };
+  } else {
+    vol = (K: number) => surface.impliedVol(Tvol, K, forward);
+  }
+  return Object.freeze({ T, forward, spot: snap.forwardCurve.spot, observationTimestamp: snap.observationTimestamp, vol });
 }

@@ -13,7 +13,7 @@
  * the key's newest point, so memory is bounded: about 300 points of some 20 entries per key, keys bounded by the
  * pair table times the three models (and `maxKeys`). It is filled from three places: the cache's surface updates
  * (live calibrations, or a Kafka replica's documents), the Kafka `surface-history` topic at start-up
- * (src/replica/history.ts `restoreSurfaceHistory` -> {@link SurfaceHistory.record}), and, in simulated mode,
+ * (src/kafka/history.ts `restoreSurfaceHistory` -> {@link SurfaceHistory.record}), and, in simulated mode,
  * the seeding from the simulator's own 24 h history (streams/simulatedHistory.ts).
  *
  * 24 h change ({@link withDiffs}): current figure minus the figure of the history point NEAREST to

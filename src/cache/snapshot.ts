@@ -16,6 +16,8 @@ export interface SurfaceView {
   impliedVol(T: number, K: number, F: number): number;
   /** Total variance sigma^2 T at maturity T (years) and log-moneyness k = ln(K/F). */
   totalVariance(T: number, k: number): number;
+  /** Optional: the smile w(k) at a fixed T with its interpolation data found once (same numbers as totalVariance). */
+  totalVarianceAt?(T: number): (k: number) => number;
 }
 
 /** What the API needs of a forward curve (implemented by src/quant/forwardCurve.ts ForwardCurve). */

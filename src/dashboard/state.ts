@@ -6,7 +6,7 @@
  * every feed.
  *
  * Numbers are computed exactly as the REST API computes them, so the page and the API agree to the last bit:
- * the vol of an expiry comes from src/api/market.ts `expiryPoint` (as iV/byStrike, iV/byDelta, surface), the
+ * the vol of an expiry comes from src/cache/expiryPoint.ts `expiryPoint` (as iV/byStrike, iV/byDelta, surface), the
  * delta strikes from src/quant/strikeFromDelta.ts with the same T floor as iV/byDelta, the yields from the
  * forward curve's `fixedYields` / `constMatYields` (as forwardCurve).
  * Conventions (decisions.md "Quant conventions"): ATM = forward ATM (K = F); risk reversal = vol(call at

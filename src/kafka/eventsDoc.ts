@@ -1,6 +1,6 @@
 /**
  * The generated part of docs/events.md: the JSON Schemas of the Kafka documents, rendered from the zod schemas of
- * src/publish/schemas.ts (zod 4 `z.toJSONSchema`). scripts/gen-events-doc.ts writes it; test/kafka/schemas.test.ts
+ * src/kafka/schemas.ts (zod 4 `z.toJSONSchema`). scripts/gen-events-doc.ts writes it; test/kafka/schemas.test.ts
  * checks the doc is up to date.
  */
 import { eventJsonSchemas } from './schemas.js';

@@ -8,17 +8,17 @@
  *   kept for sending; `stats().conflated` counts the replaced ones); funding points are QUEUED in arrival order and
  *   never dropped; past `fundingQueueAlarm` points the queue keeps growing but the alarm is raised
  *   (`stats().fundingQueueOverAlarm`, an error log line per doubling): nothing is lost is the rule;
- * - every value is validated by its zod schema (src/publish/schemas.ts) just before sending; an invalid one is
+ * - every value is validated by its zod schema (src/kafka/schemas.ts) just before sending; an invalid one is
  *   counted (`stats().invalid`), logged, and never sent;
  * - one batch is in flight at a time (`sendBatch`, acks=all, idempotent producer, maxInFlightRequests 1). A batch
  *   that fails is retried AS IS (same records in the same order) with backoff until it is acknowledged: kafkajs
  *   rolls its sequence numbers back on a failed produce, so a retried batch the broker had already written is
  *   recognised as a duplicate by the broker (KIP-98 idempotent producer) and not written twice;
  * - the broker may be absent at start or vanish later: a background loop connects, creates the topics
- *   (src/publish/topics.ts), optionally restores the funding history (`onRestoredFunding`) and then drains
+ *   (src/kafka/topics.ts), optionally restores the funding history (`onRestoredFunding`) and then drains
  *   everything pending; `close()` flushes within a bounded time.
  * - `surface-history`: the first surface document of each key in each aligned bucket of `historyIntervalS` seconds
- *   of observation time, without the quotes, for the 24 h snapshot history (src/replica/history.ts
+ *   of observation time, without the quotes, for the 24 h snapshot history (src/kafka/history.ts
  *   restoreSurfaceHistory reads it back).
  *
  * Sources: kafkajs 2.2.4 producer docs (https://kafka.js.org/docs/producing, idempotent producer, sendBatch);

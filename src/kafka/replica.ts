@@ -5,7 +5,7 @@
  * - Reads `surface-snapshots`, `forward-curves` and `funding-updates` from the beginning with a consumer group of
  *   its own (every replica sees every partition); the compacted topics give the latest document per key, the
  *   funding topic the whole retained history; then follows the topics live.
- * - Rebuilds immutable snapshots with the calibrator's own constructors (src/replica/rebuild.ts), so the same REST
+ * - Rebuilds immutable snapshots with the calibrator's own constructors (src/kafka/rebuild.ts), so the same REST
  *   query gives the same numbers on the calibrator and on the replica.
  * - A document older (observationTimestamp) than the one held for its key is ignored (a consumer restart re-reads
  *   the topic; the cache never goes back in time). Funding points are deduplicated by (source, instrumentId,

@@ -3,7 +3,7 @@
  * several services in one process (the tests) never share a series.
  *
  * Where each number comes from:
- * - feeds: `MarketFeed.stats()` (adapters/types.ts FeedStats), read at scrape time. The cumulative counters
+ * - feeds: `MarketFeed.stats()` (src/domain/feeds.ts FeedStats), read at scrape time. The cumulative counters
  *   (messages, reconnects, drops by kind) are turned into Prometheus counters by adding the increase since the
  *   previous scrape; `volsurf_feed_messages_per_second` is the rate over the last ~10 s ({@link FeedRates});
  * - calibration: every surface written to the cache (`MarketCache.updates$`, all models, also surfaces a
@@ -34,7 +34,7 @@ import type { KindCounts, PublisherStats } from '../kafka/publisher.js';
 import type { CalibrationResult } from '../../streams/calibrate.js';
 import { FeedRates } from './feedRates.js';
 
-/** What the metrics read from a Kafka publisher (src/publish/publisher.ts KafkaPublisher). */
+/** What the metrics read from a Kafka publisher (src/kafka/publisher.ts KafkaPublisher). */
 export interface PublisherLike {
   stats(): PublisherStats;
   /** Publish latencies in ms of the last acknowledged records, oldest first. */

@@ -126,6 +126,38 @@ export class VolSurface {
     return wa + ((wb - wa) * (T - a.T)) / (b.T - a.T);
   }
 
+  /**
+   * The smile w(k) at a fixed T, with the bracketing slices and the interpolation weight found once: each call
+   * then evaluates at most two slices (the same arithmetic as {@link totalVariance}, so the same numbers). For
+   * readers that evaluate many strikes of one expiry (the API's per-expiry cache, src/cache/expiryPoint.ts).
+   * @throws RangeError if T < 0 or not finite
+   */
+  totalVarianceAt(T: number): (k: number) => number {
+    if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVariance: T must be >= 0, got ${T}`);
+    if (T === 0) return () => 0;
+    const s = this.slices;
+    const first = s[0] as SurfaceSlice;
+    const last = s[s.length - 1] as SurfaceSlice;
+    if (T <= first.T) return (k) => (first.totalVariance(k) * T) / first.T;
+    if (T >= last.T) return (k) => (last.totalVariance(k) * T) / last.T;
+    let lo = 0;
+    let hi = s.length - 1;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if ((s[mid] as SurfaceSlice).T <= T) lo = mid;
+      else hi = mid;
+    }
+    const a = s[lo] as SurfaceSlice;
+    const b = s[hi] as SurfaceSlice;
+    const dT = T - a.T;
+    const span = b.T - a.T;
+    return (k) => {
+      const wa = a.totalVariance(k);
+      const wb = b.totalVariance(k);
+      return wa + ((wb - wa) * dT) / span;
+    };
+  }
+
   /** Implied vol (fraction) at log-moneyness k and T > 0: sqrt(w(k, T)/T); NaN where w < 0. */
   impliedVolAtLogMoneyness(T: number, k: number): number {
     if (!(T > 0)) throw new RangeError(`VolSurface.impliedVol: T must be > 0, got ${T}`);

@@ -264,6 +264,38 @@ describe('DeribitFeed against a fake Deribit on 127.0.0.1', () => {
     expect(feed.stats()).toMatchObject({ connected: true, reconnects: 1 });
   });
 
+  it('after a reconnect, resubscribes at once from the known instruments, then re-reads the listings in the background and reconciles', async () => {
+    const { srv, feed, events, timers } = await setup();
+    feed.start();
+    await until(() => fundingCount(events) === 12);
+    const defsBefore = events.filter((e) => e.kind === 'instrument').length;
+    // while the socket is down, one option is delisted and one is listed
+    const btcOpts = srv.instruments.get('BTC:option') as Array<Record<string, unknown>>;
+    srv.instruments.set('BTC:option', [...btcOpts.filter((o) => o['instrument_name'] !== 'BTC-25SEP26-120000-C'), option('BTC-26JUN26-110000-C', 'BTC', 110000, 'call', EXP_JUN, 'BTC')]);
+    srv.sockets[0]?.terminate();
+    await until(() => events.some((e) => e.kind === 'status' && e.state === 'disconnected'));
+    timers.advance(1000);
+    await until(() => feed.subscribedChannels().has('ticker.BTC-26JUN26-110000-C.100ms') && srv.methods(2).includes('public/unsubscribe'));
+    const m2 = srv.methods(2);
+    // fresh data first: heartbeat, then every known channel (4 batches of 4), before any listing is read
+    expect(m2.slice(0, 5)).toEqual(['public/set_heartbeat', ...Array(4).fill('public/subscribe')]);
+    const firstSubs = srv.requests.filter((r) => r.conn === 2 && r.method === 'public/subscribe').slice(0, 4).flatMap((r) => r.params['channels'] as string[]);
+    expect(firstSubs.sort()).toEqual([...INDEX_CHANNELS, ...EXPECTED_TICKERS.map((n) => `ticker.${n}.100ms`)].sort());
+    expect(m2.indexOf('public/get_instruments')).toBeGreaterThan(4);
+    expect(m2.filter((m) => m === 'public/get_instruments')).toHaveLength(6);
+    // reconciled: the delisted one unsubscribed, the new one announced and subscribed, every definition announced again
+    expect(srv.requests.find((r) => r.conn === 2 && r.method === 'public/unsubscribe')?.params).toEqual({ channels: ['ticker.BTC-25SEP26-120000-C.100ms'] });
+    expect(feed.subscribedChannels().has('ticker.BTC-25SEP26-120000-C.100ms')).toBe(false);
+    expect(feed.instrumentNames()).toContain('BTC-26JUN26-110000-C');
+    expect(feed.instrumentNames()).not.toContain('BTC-25SEP26-120000-C');
+    await until(() => events.filter((e) => e.kind === 'instrument').length >= 2 * defsBefore);
+    expect(events.filter((e) => e.kind === 'instrument' && e.instrument === 'BTC-26JUN26-110000-C')).toHaveLength(1);
+    // ticks flow on the new socket
+    srv.send(optionTicker('BTC-26JUN26-100000-C', T0 * 1000 + 5_000));
+    await until(() => events.some((e) => e.kind === 'option' && e.timestamp === T0 + 5));
+    await until(() => fundingCount(events) === 12 && srv.methods(2).filter((m) => m === 'public/get_funding_rate_history').length === 4);
+  });
+
   it('watchdog: a silent server is dropped and the feed reconnects', async () => {
     const { srv, feed, events, timers } = await setup({ silenceTimeoutMs: 30_000 });
     feed.start();

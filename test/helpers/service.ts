@@ -20,6 +20,8 @@ export async function startTestService(env: Record<string, string> = {}, overrid
     CALIBRATION_THROTTLE_MS: '150',
     SOURCES: 'DERIBIT',
     OVERLOAD_MAX_EVENT_LOOP_DELAY_MS: '0',
+    // the simulators in the test's process (SIMULATOR_PROCESS=inprocess) so that tests reach their fault hooks
+    SIMULATOR_PROCESS: 'inprocess',
     ...(simulated ? simStartEnv() : {}),
     ...env,
   });

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
+import type { DeribitFeed } from '../../adapters/deribit/feed.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 import { testNowS } from '../helpers/simClock.js';
 
@@ -268,18 +269,34 @@ describe('bad requests get the documented errors and change nothing', () => {
 });
 
 describe('feed faults', () => {
-  it('reconnects after the simulator drops the socket, and data flows again', async () => {
+  it('reconnects after the simulator drops the socket, and fresh data flows before the listings are re-read', async () => {
     const feed = svc.feeds[0]!;
     const before = feed.stats().reconnects;
-    const obsBefore = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp;
-    svc.simulator!.faults.dropAllConnections();
-    await waitFor(() => feed.stats().reconnects > before && feed.stats().connected, 15_000, 'reconnect');
-    await waitFor(
-      () => svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp > obsBefore + 1,
-      15_000,
-      'fresh surface after reconnect',
-    );
-    expect((await http('GET', `${B}/ready`)).status).toBe(200);
+    const known = (feed as DeribitFeed).instrumentNames().length;
+    let connectedAt = Infinity;
+    let reannounced = 0;
+    const sub = feed.events$.subscribe((e) => {
+      if (e.kind === 'status' && e.state === 'connected') connectedAt = Date.now();
+      else if (e.kind === 'instrument' && Date.now() >= connectedAt) reannounced++;
+    });
+    try {
+      const obsBefore = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp;
+      svc.simulator!.faults.dropAllConnections();
+      await waitFor(() => feed.stats().reconnects > before && feed.stats().connected, 15_000, 'reconnect');
+      await waitFor(
+        () => svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp > Math.max(obsBefore, connectedAt / 1000),
+        15_000,
+        'fresh surface after reconnect',
+        10,
+      );
+      // resubscribed from the known instruments: fresh data came back before the six listings (paced 1/s) were re-read
+      expect(reannounced).toBeLessThan(known);
+      // ...and the background refresh then reconciles: every definition announced again
+      await waitFor(() => reannounced >= known, 30_000, 'listings re-read in the background');
+      expect((await http('GET', `${B}/ready`)).status).toBe(200);
+    } finally {
+      sub.unsubscribe();
+    }
   });
 
   it('reconnects a silent socket (missed heartbeat), reporting staleness meanwhile', async () => {

@@ -1,5 +1,5 @@
 /**
- * Kafka and ROLE variables of the service configuration (src/publish/config.ts spread into src/config.ts):
+ * Kafka and ROLE variables of the service configuration (src/kafka/config.ts spread into src/config.ts):
  * defaults, the broker list format, and ROLE=api needing KAFKA_BROKERS. No broker needed.
  */
 import { describe, expect, it } from 'vitest';

@@ -31,9 +31,9 @@ describe('prepareSimulatedHistory', () => {
     let clock = NOW;
     const h = prepareSimulatedHistory({ seed: 7, hours: 1, everyS: 900, clock: () => clock, sources: ['DERIBIT'] });
     expect(h.startMs).toBe(NOW - 3600_000);
-    expect(h.market.now).toBe(NOW); // released to the (fake) real clock
+    expect(h.market!.now).toBe(NOW); // released to the (fake) real clock
     // an unstepped market of the same seed started now is a different state: the history moved it
-    expect(h.market.spot('BTC')).not.toBe(new Market({ seed: 7, clock: () => NOW }).spot('BTC'));
+    expect(h.market!.spot('BTC')).not.toBe(new Market({ seed: 7, clock: () => NOW }).spot('BTC'));
     // a 1-hour history's points are first needed 23 h from now (24 h after each, less the 10-minute lead):
     // move the clock a day on, then every point is due
     clock = NOW + 24 * 3600_000;
@@ -52,8 +52,8 @@ describe('prepareSimulatedHistory', () => {
     const last = all.filter((v) => v.observationTimestamp === NOW / 1000);
     const btc = last.find((v) => v.pair.base === 'BTC')!;
     const eth = last.find((v) => v.pair.base === 'ETH')!;
-    expect(btc.spot).toBe(Math.round(h.market.spot('BTC') * 100) / 100);
-    expect(eth.spot).toBe(Math.round(h.market.spot('ETH') * 100) / 100);
+    expect(btc.spot).toBe(Math.round(h.market!.spot('BTC') * 100) / 100);
+    expect(eth.spot).toBe(Math.round(h.market!.spot('ETH') * 100) / 100);
     // a real chain: hundreds of BTC options with the exchange's own forwards, futures for the forward curve
     expect(btc.options.length).toBeGreaterThan(300);
     expect(btc.futures.length).toBeGreaterThan(3);

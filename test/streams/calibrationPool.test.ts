@@ -1,0 +1,137 @@
+/**
+ * The calibration worker pool (streams/calibrationPool.ts) on the real recorded Deribit BTC chains: pairs are
+ * spread over the workers and stay on theirs, the pool's fits are the in-thread fitter's fits (same numbers),
+ * a fast pair queued behind a slow one goes first, and the production worker never loads simulator code.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
+import { ChainState, type ChainView } from '../../streams/chainState.js';
+import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
+import { CalibrationPool, defaultPoolSize, HistoryWorker } from '../../streams/calibrationPool.js';
+import type { Pair } from '../../src/domain/markets.js';
+
+function chainView(file: string, pair: Pair): ChainView {
+  const st = new ChainState('DERIBIT', pair);
+  for (const line of readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const r = normalizeDeribit(JSON.parse(line), 0);
+    if (!r.ok) continue;
+    for (const e of r.events) if (e.kind === 'option' || e.kind === 'future' || e.kind === 'index') st.apply(e);
+  }
+  return st.view();
+}
+
+const BIG = 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl'; // 878 options, 11 expiries
+const SMALL = 'data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl'; // 310 options
+const A = chainView(BIG, { base: 'BTC', quote: 'USD' });
+const B = chainView(SMALL, { base: 'ETH', quote: 'USD' });
+const C = chainView(BIG, { base: 'SOL', quote: 'USDC' });
+
+/** A fit without its wall-clock timings (they differ from run to run). */
+function numbers(f: ChainFit): unknown {
+  return JSON.parse(JSON.stringify(f, (k, v) => (k === 'calibrationMs' ? undefined : v)));
+}
+
+describe('CalibrationPool', () => {
+  const pools: CalibrationPool[] = [];
+  afterAll(async () => {
+    await Promise.all(pools.map((p) => p.close()));
+  });
+
+  it('is sized one worker per core minus one, at least one; a bad size is refused', () => {
+    expect(defaultPoolSize()).toBeGreaterThanOrEqual(1);
+    expect(() => new CalibrationPool({}, 0)).toThrow(RangeError);
+    expect(() => new CalibrationPool({}, 1.5)).toThrow(RangeError);
+  });
+
+  it('spreads pairs over the workers, keeps each on its worker, and fits exactly as the in-thread fitter', async () => {
+    const pool = new CalibrationPool({}, 2);
+    pools.push(pool);
+    const local = new ChainFitter();
+    const [fa, fb] = await Promise.all([pool.fit(A), pool.fit(B)]);
+    const st = pool.stats();
+    expect(st.workers).toBe(2);
+    expect(new Set(Object.values(st.assignment))).toEqual(new Set([0, 1]));
+    expect(numbers(fa)).toEqual(numbers(local.fit(A)));
+    expect(numbers(fb)).toEqual(numbers(local.fit(B)));
+    // the second fit of a pair runs on the same worker, with that pair's memory (same as the local fitter's second fit)
+    const fa2 = await pool.fit(A);
+    expect(pool.stats().assignment).toEqual(st.assignment);
+    expect(numbers(fa2)).toEqual(numbers(local.fit(A)));
+    expect(fa.models.find((m) => m.model === 'SVI')!.slices.length).toBe(11);
+  });
+
+  it('runs a fast pair queued behind a slow one first (shortest expected fit first)', async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    // learn each pair's fit time
+    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
+    const exp = pool.stats().expectedMs;
+    expect(exp['live:DERIBIT:ETH/USD']!).toBeLessThan(exp['live:DERIBIT:SOL/USDC']!);
+    const order: string[] = [];
+    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
+    // A runs at once; C (slow) and B (fast) wait for the worker: B goes before C although queued after it
+    const inc = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+    await Promise.all([tag(pool.fit(inc(A)), 'A'), tag(pool.fit(inc(C)), 'C'), tag(pool.fit(inc(B)), 'B')]);
+    expect(order).toEqual(['A', 'B', 'C']);
+  });
+
+  it('a full fit (e.g. after a reconnect) goes before incremental ones in the queue', async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
+    const order: string[] = [];
+    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
+    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+    const fullC: ChainView = { ...C, full: true };
+    // A runs at once; B (fast, incremental) and C (slow, full) wait: C goes first
+    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(incremental(B)), 'B'), tag(pool.fit(fullC), 'C')]);
+    expect(order).toEqual(['A', 'C', 'B']);
+  });
+
+  it('fails queued fits after close', async () => {
+    const pool = new CalibrationPool({}, 1);
+    const p1 = pool.fit(A).catch((e: Error) => e);
+    const p2 = pool.fit(B).catch((e: Error) => e);
+    await pool.close();
+    expect(String(await p2)).toMatch(/closed/);
+    await p1;
+    await expect(pool.fit(A)).rejects.toThrow(/closed/);
+  });
+
+  it('the history worker stops when idle and comes back for the next seed point, with the same numbers', async () => {
+    const w = new HistoryWorker({}, 100);
+    try {
+      const spec = { seed: 7, startMs: Date.UTC(2026, 4, 26, 0, 0), stepS: 300, sources: ['DERIBIT' as const] };
+      const a = await w.fitHistory(spec, 2);
+      expect(a.length).toBe(4); // the four Deribit pairs
+      for (let i = 0; i < 100 && w.idleStops === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(w.idleStops).toBe(1);
+      // a new thread: its twin market steps from the start again to the same path
+      const b = await w.fitHistory(spec, 2);
+      expect(b.map((f) => f.spot)).toEqual(a.map((f) => f.spot));
+      expect(b.map((f) => f.observationTimestamp)).toEqual(a.map((f) => f.observationTimestamp));
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('the production calibration worker imports no simulator module', () => {
+    const src = readFileSync(new URL('../../streams/calibrationWorker.ts', import.meta.url), 'utf8');
+    const imports = [...src.matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1]!);
+    expect(imports).toContain('./calibrate.js');
+    // calibrate.ts and its own imports: none under adapters/simulator or streams/simulatedHistory
+    const seen = new Set<string>();
+    const walk = (url: URL): void => {
+      if (seen.has(url.href)) return;
+      seen.add(url.href);
+      const text = readFileSync(url, 'utf8');
+      for (const m of text.matchAll(/^import (?!type )[^;]*? from '(\.[^']+)'/gms)) walk(new URL(m[1]!.replace(/\.js$/, '.ts'), url));
+    };
+    walk(new URL('../../streams/calibrationWorker.ts', import.meta.url));
+    const loaded = [...seen].map((u) => u.replace(/^.*?\/(streams|adapters|src)\//, '$1/'));
+    expect(loaded.length).toBeGreaterThan(3);
+    expect(loaded.filter((p) => p.includes('simulator') || p.includes('simulatedHistory'))).toEqual([]);
+  });
+});
