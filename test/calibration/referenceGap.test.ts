@@ -1,0 +1,61 @@
+/**
+ * The service's fits on the real recorded Deribit chains against INDEPENDENT reference fits computed here
+ * (test/calibration/referenceFits.ts: Zeliade 2009 quasi-explicit raw SVI with a multi-start exact polish;
+ * Hagan 2002 SABR with the service's beta, multi-start Nelder-Mead). The per-expiry table is printed.
+ *
+ * Chains (data/replay): maksm05 (2026-05-26 19:27Z, 878 options) is the tuning chain; pitspa (the same
+ * listing 57 minutes earlier, collected independently) and schepal (2020-05-14, 310 options) were kept out
+ * of the tuning loop and are asserted with the same bounds.
+ */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { sabrImpliedVol } from '../../src/quant/sabr.js';
+import { calibrateSvi } from '../../src/quant/sviCalibration.js';
+import { sviImpliedVol } from '../../src/quant/svi.js';
+import { otmQuotesByExpiry, loadReplayChain, REPLAY_FILES } from '../../adapters/replay/chains.js';
+import { fileURLToPath } from 'node:url';
+import { QUALITY_CHAINS, measureChain, qualitySummary, qualityTable, type ChainQuality } from './chainQuality.js';
+import { hagan2002, referenceSvi, rmseVolPts } from './referenceFits.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const measured: ChainQuality[] = [];
+
+beforeAll(() => {
+  for (const c of QUALITY_CHAINS) {
+    const q = measureChain(c.id);
+    measured.push(q);
+    console.log(`${c.label}\n${qualityTable(q)}`);
+    for (const s of qualitySummary(q)) {
+      console.log(
+        `  ${s.model.padEnd(12)} median ${s.medianRmse.toFixed(2)} worst ${s.maxRmse.toFixed(2)} vp; gap to reference median ${s.medianGap.toFixed(2)} worst ${s.maxGap.toFixed(2)}; in spread ${(100 * s.inSpread).toFixed(1)} %; sparse ${s.sparse}; warned ${s.warned}`,
+      );
+    }
+  }
+}, 300_000);
+
+describe('the references are what they claim', () => {
+  it('Hagan 2002 written again here equals the service formula (independent transcription)', () => {
+    for (const beta of [0, 0.5, 1]) {
+      for (const rho of [-0.7, 0, 0.4]) {
+        for (const K of [60_000, 75_000, 76_000, 110_000]) {
+          const p = { alpha: 0.6 * Math.pow(76_000, 1 - beta), beta, rho, nu: 1.3 };
+          expect(hagan2002(p, 76_000, K, 0.3)).toBeCloseTo(sabrImpliedVol(p, 76_000, K, 0.3, 'hagan2002'), 12);
+        }
+      }
+    }
+  });
+
+  it('the SVI reference is the best least-squares fit: no worse than the service fitter run without constraints', () => {
+    const chain = loadReplayChain(ROOT + REPLAY_FILES.maksm05);
+    for (const e of otmQuotesByExpiry(chain)) {
+      const qs = e.quotes.map((q) => ({ k: q.k, iv: q.iv }));
+      const ref = referenceSvi(qs, e.T);
+      const svc = calibrateSvi(e.quotes, e.T, { weighting: 'uniform', robust: false });
+      const svcRmse = rmseVolPts((k) => sviImpliedVol(svc.params, k, e.T), qs);
+      expect(ref.rmseVolPts).toBeLessThanOrEqual(svcRmse + 0.005);
+      // A synthetic SVI smile is recovered exactly.
+      const p = { a: 0.01, b: 0.05, rho: -0.3, m: 0.02, sigma: 0.15 };
+      const syn = qs.map((q) => ({ k: q.k, iv: sviImpliedVol(p, q.k, e.T) }));
+      expect(referenceSvi(syn, e.T).rmseVolPts).toBeLessThan(0.01);
+    }
+  });
+});
