@@ -558,8 +558,10 @@ function marketAtm(g: EligibleGroup): number | null {
 /**
  * The level-and-tilt target of a sparse expiry (1 to 4 quotes): the shape is the neighbours' served total variance
  * interpolated LINEARLY IN T at fixed k, w_s(k) = w_lo(k) + (T - T_lo)/(T_hi - T_lo) (w_hi(k) - w_lo(k)) (both
- * neighbours; the calendar-consistent interpolation of Gatheral-Jacquier 2014 sec. 5.1), or one neighbour's w scaled
- * by T/T_n when the expiry is beyond the last (or before the first) shape source; the level comes from the quotes:
+ * neighbours; the calendar-consistent interpolation of Gatheral-Jacquier 2014 sec. 5.1), or, beyond the last (or
+ * before the first) shape source, the one neighbour's smile in standardized moneyness k/sqrt(T) (the same smile per
+ * ATM standard deviation: w(k) = (T/T_n) w_n(k sqrt(T_n/T)), skew scaling as 1/sqrt(T), as in the SSVI power-law
+ * parametrization of Gatheral-Jacquier 2014 sec. 4); the level comes from the quotes:
  * w(k) = lambda w_s(k) + mu k, (lambda, mu) the weighted least squares of the quotes' total variances (weights
  * 1/(2 iv T), IV-error scale; one quote: mu = 0). mu is clamped so that both wings still grow outward and stay
  * within Lee's slope 2 (then lambda is refitted alone). Returns null when no shape source exists.
@@ -579,8 +581,9 @@ export function sparseTarget(
     how = `shape interpolated linearly in T between the expiries of T = ${lo.T.toFixed(4)} and ${hi.T.toFixed(4)} y in total variance`;
   } else {
     const n = (lo ?? hi)!;
-    shape = (k) => (n.w(k) * T) / n.T;
-    how = `shape of the ${lo ? 'shorter' : 'longer'} neighbour (T = ${n.T.toFixed(4)} y), total variance scaled by T/T_n`;
+    const c = Math.sqrt(n.T / T);
+    shape = (k) => (n.w(k * c) * T) / n.T;
+    how = `shape of the ${lo ? 'shorter' : 'longer'} neighbour (T = ${n.T.toFixed(4)} y) in k/sqrt(T), w(k) = (T/T_n) w_n(k sqrt(T_n/T))`;
   }
   const qs = g.quotes.filter((q) => Number.isFinite(shape(q.k)) && shape(q.k) > 0);
   if (qs.length === 0) return null;
@@ -685,7 +688,7 @@ export function fitModel(
           maxErrorVolPts: attempt.maxErrorVolPts,
           quotesUsed: sparseHow === null ? attempt.quotesUsed : g.quotes.length,
           butterflyFree: true,
-          method: sparseHow === null ? attempt.method : `sparse (${g.quotes.length} quote${g.quotes.length > 1 ? 's' : ''}): ${sparseHow}; model fitted to 41 points of that smile: ${attempt.method}`,
+          method: sparseHow === null ? attempt.method : `sparse (${g.quotes.length} quote${g.quotes.length > 1 ? 's' : ''}): ${sparseHow}; model fitted to 41 points of that smile and the quotes (weight 5): ${attempt.method}`,
           calibrationMs: performance.now() - ts,
           status: sparseHow !== null ? 'sparse' : attempt.repaired ? 'repaired' : 'fitted',
           constrainedRefit: attempt.repaired,
@@ -763,6 +766,10 @@ export function fitModel(
         if (!(w > 0) || !Number.isFinite(w)) continue;
         synthetic.push({ instrument: 'sparse-target', strike: g.forward * Math.exp(k), optionType: k < 0 ? 'P' : 'C', k, markIv: Math.sqrt(w / g.T), bidIv: null, askIv: null });
       }
+      // The quotes themselves join the 41 points with weight 5 (repeated), so that the model (which cannot follow
+      // the target exactly: SABR has 3 parameters) stays within 1 vol point of them.
+      for (let r = 0; r < 5; r++) for (const q of g.quotes) synthetic.push(q);
+      synthetic.sort((a, b) => a.k - b.k);
       const how = `${target.how}; level lambda = ${target.lambda.toFixed(4)} and tilt mu = ${target.mu.toExponential(3)} (w = lambda w_shape + mu k) from the quotes`;
       const empty: ModelState = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
       slice = settle(g, () => fit(model, { ...g, quotes: synthetic }, empty, options), how);
