@@ -29,6 +29,7 @@
 import { performance } from 'node:perf_hooks';
 import type { FutureQuote, OptionQuote } from '../src/domain/events.js';
 import {
+  QUALITY_WARNING_PREFIX,
   VOLATILITY_MODELS,
   type ArbitrageCounts,
   type ExpirySlice,
@@ -538,8 +539,7 @@ export const SHAPE_SOURCE_MIN_T = 2 / 365;
 export const WARN_ATM_VOL_PTS = 1;
 /** ...or a served error above this many vol points at a quote between the 25-delta strikes. */
 export const WARN_25D_VOL_PTS = 3;
-/** Prefix of the quality warnings (counted by the metrics and shown on the dashboard). */
-export const QUALITY_WARNING_PREFIX = 'fit quality:';
+export { QUALITY_WARNING_PREFIX };
 
 /** The market ATM vol: linear interpolation of the mark IVs at k = 0; null when the quotes do not straddle k = 0. */
 function marketAtm(g: EligibleGroup): number | null {

@@ -54,6 +54,9 @@ export interface SmileQuote {
  *   of that expiry is served instead (its parameters carried to the new observation, `fittedAt` says when it
  *   was fitted).
  */
+/** Prefix of the fit-quality warnings in FitDiagnostics.warnings (issue 11 item 3; counted by the metrics, shown on the dashboard). */
+export const QUALITY_WARNING_PREFIX = 'fit quality:';
+
 export type SliceStatus = 'fitted' | 'repaired' | 'sparse' | 'kept-previous';
 
 /**
