@@ -414,18 +414,44 @@ function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt 
 
 /** Numeric VV parameters (the order is always 'second'). */
 function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
-  return { K25P: p.K25P, Katm: p.Katm, K25C: p.K25C, vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C, K10P: p.K10P, K10C: p.K10C };
+  return { K25P: p.K25P, Katm: p.Katm, K25C: p.K25C, vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C, K10P: p.K10P, K10C: p.K10C, wingCurvL: p.wingCurvL, wingCurvR: p.wingCurvR };
 }
 
 /**
- * Vanna-Volga pillar shrinkage: the 25-delta vols moved towards the ATM vol, vol = volAtm + lambda (vol - volAtm),
- * with the wing strikes recomputed; lambda = 0 is the flat smile (arbitrage-free). Bisection (12 steps) for the
- * largest lambda in [0, 1] whose smile passes the density check.
+ * Vanna-Volga butterfly repair, smallest change first:
+ * 1. the wing curvatures alone scaled by mu in [0, 1] (pillars untouched; mu = 0: the C1 linear wings), the largest
+ *    mu that passes the density check (bisection, 12 steps), when the linear-wing smile passes;
+ * 2. otherwise the 25-delta vols moved towards the ATM vol, vol = volAtm + lambda (vol - volAtm), with the wing
+ *    strikes recomputed and linear wings; lambda = 0 is the flat smile (arbitrage-free); the largest passing lambda.
  */
-function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { params: Required<VannaVolgaParams>; lambda: number; minDensity: number } {
+function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { params: Required<VannaVolgaParams>; lambda: number; mu: number; minDensity: number } {
   const kMin = Math.min(...g.quotes.map((q) => q.k));
   const kMax = Math.max(...g.quotes.map((q) => q.k));
-  const at = (lambda: number): { params: Required<VannaVolgaParams>; ok: boolean; minDensity: number } => {
+  const check = (params: Required<VannaVolgaParams>) => checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, { kMin, kMax, nStd: SERVED_CHECK_STD });
+  const bisect = <T extends { ok: boolean }>(at: (x: number) => T): { r: T; x: number } => {
+    let lo = at(0);
+    let loX = 0;
+    let hiX = 1;
+    for (let i = 0; i < 12; i++) {
+      const mid = 0.5 * (loX + hiX);
+      const r = at(mid);
+      if (r.ok) {
+        lo = r;
+        loX = mid;
+      } else hiX = mid;
+    }
+    return { r: lo, x: loX };
+  };
+  const curv = (mu: number) => {
+    const params: Required<VannaVolgaParams> = { ...p, wingCurvL: mu * p.wingCurvL, wingCurvR: mu * p.wingCurvR };
+    const chk = check(params);
+    return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
+  };
+  if (curv(0).ok) {
+    const { r, x } = bisect(curv);
+    return { params: r.params, lambda: 1, mu: x, minDensity: r.minDensity };
+  }
+  const pillars = (lambda: number) => {
     const base: VannaVolgaParams = {
       K25P: p.K25P,
       Katm: p.Katm,
@@ -436,22 +462,12 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { pa
       order: 'second',
     };
     const wings = vannaVolgaWingStrikes(base, g.forward, g.T);
-    const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C };
-    const chk = checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, { kMin, kMax, nStd: SERVED_CHECK_STD });
+    const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C, wingCurvL: 0, wingCurvR: 0 };
+    const chk = check(params);
     return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
   };
-  let lo = at(0);
-  let loLambda = 0;
-  let hiLambda = 1;
-  for (let i = 0; i < 12; i++) {
-    const mid = 0.5 * (loLambda + hiLambda);
-    const r = at(mid);
-    if (r.ok) {
-      lo = r;
-      loLambda = mid;
-    } else hiLambda = mid;
-  }
-  return { params: lo.params, lambda: loLambda, minDensity: lo.minDensity };
+  const { r, x } = bisect(pillars);
+  return { params: r.params, lambda: x, mu: 0, minDensity: r.minDensity };
 }
 
 function fitVannaVolga(g: EligibleGroup): ExpiryAttempt {
@@ -482,7 +498,7 @@ function fitVannaVolga(g: EligibleGroup): ExpiryAttempt {
     quotesUsed: g.quotes.length,
     butterflyFree: true,
     repaired: true,
-    method: `${r.method}; butterfly repair: 25-delta pillar vols shrunk towards ATM by lambda = ${s.lambda.toFixed(4)}`,
+    method: `${r.method}; butterfly repair: ${s.lambda === 1 ? `wing curvatures scaled by mu = ${s.mu.toFixed(4)}` : `linear wings, 25-delta pillar vols shrunk towards ATM by lambda = ${s.lambda.toFixed(4)}`}`,
     minDensity: finiteOrNull(s.minDensity),
     atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
     warnings: r.warnings.filter((w) => !w.startsWith('butterfly arbitrage')),

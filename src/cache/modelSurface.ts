@@ -38,7 +38,7 @@ import type { VolatilityModel } from './snapshot.js';
 export const MODEL_PARAMETERS: Readonly<Record<VolatilityModel, readonly string[]>> = {
   SVI: ['a', 'b', 'rho', 'm', 'sigma'],
   SABR: ['alpha', 'beta', 'rho', 'nu', 'kWingL', 'kWingR'],
-  VANNA_VOLGA: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C'],
+  VANNA_VOLGA: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C', 'wingCurvL', 'wingCurvR'],
 };
 
 /** The calendar check grid: {@link defaultCalendarGrid}, 241 points of k = ln(K/F) in [-3, 3]. */
@@ -121,6 +121,7 @@ function pick(model: VolatilityModel, params: Readonly<Record<string, number>>):
   for (const name of MODEL_PARAMETERS[model]) {
     const v = params[name];
     if (model === 'SABR' && (name === 'kWingL' || name === 'kWingR') && v === undefined) continue; // older documents: default junctions
+    if (model === 'VANNA_VOLGA' && (name === 'wingCurvL' || name === 'wingCurvR') && v === undefined) continue; // older documents: linear wings
     if (typeof v !== 'number' || !Number.isFinite(v)) throw new RangeError(`${model} parameter ${name} missing or not finite (${String(v)})`);
     out[name] = v;
   }

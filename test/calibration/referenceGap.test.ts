@@ -13,7 +13,7 @@ import { calibrateSvi } from '../../src/quant/sviCalibration.js';
 import { sviImpliedVol } from '../../src/quant/svi.js';
 import { otmQuotesByExpiry, loadReplayChain, REPLAY_FILES } from '../../adapters/replay/chains.js';
 import { fileURLToPath } from 'node:url';
-import { QUALITY_CHAINS, measureChain, qualitySummary, qualityTable, type ChainQuality } from './chainQuality.js';
+import { QUALITY_CHAINS, measureChain, median, qualitySummary, qualityTable, type ChainQuality } from './chainQuality.js';
 import { hagan2002, referenceSvi, rmseVolPts } from './referenceFits.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -102,6 +102,19 @@ describe('goals of issue 11 on every real chain (tuning chain and hold-outs alik
           if (warned) expect(Math.abs(atm ?? 0) > 1 || (s.fit.maxError25DeltaVolPts ?? 0) > 3).toBe(true);
         }
       }
+    }
+  });
+});
+
+describe('Vanna-Volga with fitted 10-delta wings', () => {
+  it('median per-expiry RMSE against all OTM marks <= 1.5 vp on the 2026 chains (the 2020 hold-out misses: see the log)', () => {
+    for (const q of measured) {
+      const med = median(q.byModel.VANNA_VOLGA.map((r) => r.servedRmse));
+      console.log(`${q.id} Vanna-Volga median RMSE ${med.toFixed(2)} vp`);
+      // 2020-05-14 (schepal): the 8- and 15-day expiries are marked with a sharp dip at the money (9250: 76.9 %
+      // between 85.7 % and 76.0 %, the pillars read off the marks inherit it) and two expiries under 2 days at
+      // 75-210 %; measured 4.35 vp (11.15 before the fitted wings). Asserted only not to get worse.
+      expect(med, q.id).toBeLessThanOrEqual(q.id === 'schepal' ? 4.5 : 1.5);
     }
   });
 });
