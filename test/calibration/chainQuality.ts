@@ -73,7 +73,7 @@ export interface ExpiryQuality {
 
 /** All expiries of one chain, per model. */
 export interface ChainQuality {
-  readonly id: ChainSourceId;
+  readonly id: string;
   readonly fit: ChainFit;
   readonly byModel: Record<VolatilityModel, ExpiryQuality[]>;
 }
@@ -82,10 +82,21 @@ const DAY_Y = 1 / 365;
 
 /** Measure the service against the references on one real chain (module docstring). */
 export function measureChain(id: ChainSourceId, sabrBeta = 1): ChainQuality {
-  const view = replayChainView(id);
-  const fit = fitChain(view, { sabrBeta });
   const chain = loadReplayChain(ROOT + REPLAY_FILES[id]);
-  const byInstrument = new Map(chain.options.map((o) => [o.instrument, o]));
+  return measureView(id, replayChainView(id), new Map(chain.options.map((o) => [o.instrument, o])), sabrBeta);
+}
+
+/**
+ * Measure the service on any chain view (a replayed real chain, or the simulator's); `byInstrument` gives the
+ * recorded best bid/ask prices (BTC) for bid/ask IVs the view lacks (empty map: the view's own IVs only).
+ */
+export function measureView(
+  id: string,
+  view: ChainView,
+  byInstrument: ReadonlyMap<string, { bestBidPrice: number | null; bestAskPrice: number | null }>,
+  sabrBeta = 1,
+): ChainQuality {
+  const fit = fitChain(view, { sabrBeta });
   const bidAsk = (s: ExpirySlice, q: ExpirySlice['quotes'][number]): [number | null, number | null] => {
     const o = byInstrument.get(q.instrument);
     const fromPrice = (p: number | null | undefined): number | null => {
