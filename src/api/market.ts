@@ -21,6 +21,8 @@ export interface ExpiryPoint {
   readonly observationTimestamp: number;
   /** Implied vol (fraction) at strike K for this expiry. */
   vol(K: number): number;
+  /** Analytic smile slope d sigma / dK at K (per quote-currency unit of strike); null when the model has none. */
+  volSlope(K: number): number | null;
 }
 
 /** The market at `expirationTimestamp` (Unix seconds) on `snap`. */
@@ -35,5 +37,12 @@ export function expiryPoint(snap: SurfaceSnapshot, expirationTimestamp: number):
     spot: snap.forwardCurve.spot,
     observationTimestamp: snap.observationTimestamp,
     vol: (K: number) => surface.impliedVol(Tvol, K, forward),
+    volSlope: (K: number) => {
+      // d sigma / dK = (dw/dk) / (2 sqrt(w Tvol) K), analytic where the surface has dw/dk (SVI), else null.
+      const k = Math.log(K / forward);
+      const dk = surface.totalVarianceDk ? surface.totalVarianceDk(Tvol, k) : null;
+      if (dk === null) return null;
+      return dk / (2 * Math.sqrt(surface.totalVariance(Tvol, k) * Tvol) * K);
+    },
   };
 }

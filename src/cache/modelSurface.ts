@@ -28,7 +28,7 @@
  * Between and beyond the listed expiries the VolSurface rules apply (src/quant/surface.ts): total variance
  * linear in T at fixed k between expiries; constant implied vol at fixed k before the first and after the last.
  */
-import { sviTotalVariance, type SviParams } from '../quant/svi.js';
+import { sviFirstDerivative, sviTotalVariance, type SviParams } from '../quant/svi.js';
 import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '../quant/sabr.js';
 import { VV_MAX_WING_SLOPE, vannaVolgaParamViolations, vannaVolgaSmile, type VannaVolgaParams } from '../quant/vannaVolga.js';
 import { VolSurface, defaultCalendarGrid } from '../quant/surface.js';
@@ -243,11 +243,23 @@ function envelope(own: (k: number) => number, below: (k: number) => number): (k:
 export function buildModelSurface(model: VolatilityModel, slices: readonly ModelSliceInput[]): VolSurface {
   const sorted = [...slices].sort((a, b) => a.T - b.T);
   let below: ((k: number) => number) | null = null;
+  let belowDk: ((k: number) => number) | null = null;
   const inputs = sorted.map((s) => {
     const own = sliceTotalVariance(model, s);
-    const w: (k: number) => number = below && s.fit?.calendarRepaired ? envelope(own, below) : own;
+    // Analytic dw/dk for SVI (Gatheral 2004 raw SVI: w' = b (rho + (k - m)/sqrt((k - m)^2 + sigma^2))); through
+    // the envelope it is the derivative of whichever side is served at k.
+    const ownDk: ((k: number) => number) | null = model === 'SVI' ? ((p) => (k: number) => sviFirstDerivative(p, k))(pick('SVI', s.params) as unknown as SviParams) : null;
+    const enveloped = below !== null && s.fit?.calendarRepaired === true;
+    const w: (k: number) => number = enveloped ? envelope(own, below!) : own;
+    let dk: ((k: number) => number) | null = ownDk;
+    if (enveloped) {
+      const b = below!;
+      const bDk = belowDk;
+      dk = ownDk && bDk ? (k: number) => (w(k) === own(k) ? ownDk(k) : b(k) === w(k) ? bDk(k) : ownDk(k)) : null;
+    }
     below = w;
-    return { expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, totalVariance: w };
+    belowDk = dk;
+    return { expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, totalVariance: w, ...(dk ? { totalVarianceDk: dk } : {}) };
   });
   return new VolSurface(inputs);
 }

@@ -16,6 +16,8 @@ export interface SurfaceView {
   impliedVol(T: number, K: number, F: number): number;
   /** Total variance sigma^2 T at maturity T (years) and log-moneyness k = ln(K/F). */
   totalVariance(T: number, k: number): number;
+  /** Analytic dw/dk at (T, k) where the model has it (SVI); null otherwise. Optional for hand-built views. */
+  totalVarianceDk?(T: number, k: number): number | null;
 }
 
 /** What the API needs of a forward curve (implemented by src/quant/forwardCurve.ts ForwardCurve). */
