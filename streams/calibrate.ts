@@ -813,9 +813,12 @@ export function fitModel(
     const grid: number[] = [];
     const nLo = Math.min(...nk);
     const nHi = Math.max(...nk);
+    // An expiry of less than 2 days (the noisiest, often marked with flat plateaus) yields everywhere the next one is
+    // quoted, so that it never forces a longer expiry up; any other only outside its own quoted range.
+    const yields = s.T < SHAPE_SOURCE_MIN_T;
     for (let j = 0; j <= 80; j++) {
       const k = nLo + ((nHi - nLo) * j) / 80;
-      if (k < lo || k > hi) grid.push(k);
+      if (yields || k < lo || k > hi) grid.push(k);
     }
     if (!grid.some((k) => wOwn(k) > wNext(k))) continue;
     let refit: ExpiryAttempt | null = null;
@@ -833,7 +836,7 @@ export function fitModel(
       params: refit.params,
       fit: {
         ...s.fit,
-        method: `${refit.method}; wings kept at or below the next expiry's slice where it is quoted and this one is not (calendar ceiling on ${grid.length} points)`,
+        method: `${refit.method}; ${yields ? 'kept at or below the next expiry\'s slice over its quoted range (an expiry under 2 days yields)' : 'wings kept at or below the next expiry\'s slice where it is quoted and this one is not'} (calendar ceiling on ${grid.length} points)`,
         status: 'repaired',
         constrainedRefit: true,
         minDensity: refit.minDensity,
