@@ -459,7 +459,8 @@ export class Market {
 
   /**
    * The simulated exchange MARK IV of a strike (fraction): the jump-diffusion IV ({@link jumpImpliedVol}) with the
-   * mark noise and the shortest-expiry plateaus of {@link MARK_NOISE}. `key` names the strike (instrument name) so that its noise is
+   * mark noise and the shortest-expiry plateaus of {@link MARK_NOISE}. `key` names the strike (the instrument name
+   * without its C/P suffix: one mark IV per strike for the call and the put, as Deribit prints) so that its noise is
    * stable between refreshes.
    */
   markIv(u: Underlying, T: number, k: number, key: string): number {
