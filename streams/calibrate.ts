@@ -58,6 +58,7 @@ import type { SabrParams } from '../src/quant/sabr.js';
 import { calibrateVannaVolga, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../src/quant/vannaVolga.js';
 import { checkSmileDensity } from '../src/quant/smileArbitrage.js';
 import { ForwardCurve } from '../src/quant/forwardCurve.js';
+import { MODEL_REGISTRY } from '../src/quant/models/index.js';
 import { deltaStrikes } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';
 import { summarizeParts } from '../src/cache/history.js';
@@ -272,9 +273,9 @@ export interface EligibleGroup {
 }
 
 const ARBITRAGE_CHECK: Readonly<Record<VolatilityModel, string>> = {
-  SVI: 'Gatheral-Jacquier g(k) >= 0 and Lee bound on the SVI check grid',
-  SABR: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range (Hagan smile), and over 6 and the quoted range (served smile with its wings)',
-  VANNA_VOLGA: 'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range, and over 6 and the quoted range (served smile with its wings)',
+  SVI: MODEL_REGISTRY.SVI.arbitrageCheck,
+  SABR: MODEL_REGISTRY.SABR.arbitrageCheck,
+  VANNA_VOLGA: MODEL_REGISTRY.VANNA_VOLGA.arbitrageCheck,
 };
 
 function toQuotes(g: EligibleGroup): SviQuote[] {
