@@ -58,6 +58,14 @@ describe('replay of real recorded Deribit input', () => {
     expect(surface.status).toBe(200);
     expect(surface.body.expiries).toHaveLength(11);
     expect(surface.body.spotPrice).toBe(75792.67);
+    // every expiry shows its fit, the gap to the model's own unconstrained fit and what the repairs cost (issue 11)
+    for (const e of surface.body.expiries) {
+      const d = e.diagnostics;
+      expect(d.status).toMatch(/^(fitted|repaired)$/);
+      expect(typeof d.referenceRmseVolPts).toBe('number');
+      expect(d.repairCostVolPts).toBeCloseTo(d.rmseVolPts - d.referenceRmseVolPts, 9);
+      expect(d.repairCostVolPts).toBeLessThan(0.5);
+    }
 
     // out-of-the-money side of every strike, as the fit uses them
     const otm = marks.filter((m) => (m.strike < m.forward ? m.type === 'P' : m.type === 'C'));
