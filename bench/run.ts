@@ -4,7 +4,8 @@
  * limit in the same run and reported as a ratio too; see docs/operations.md "Benchmarks" for how to
  * read it.
  *
- * Sections (bench/<section>.ts): ingest, calibration, rest, freshness, reconnect, memory.
+ * Sections (bench/<section>.ts): ingest, calibration, quality (bench/calibrationQuality.ts: fit quality on the
+ * real chains against the reference fits), rest, freshness, reconnect, memory.
  * Environment:
  * - BENCH_QUICK=1: short runs (a smoke check; figures indicative only);
  * - BENCH_ONLY=ingest,calibration,...: run only these sections;
@@ -18,6 +19,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { runCalibration } from './calibration.js';
+import { runCalibrationQuality } from './calibrationQuality.js';
 import { runFreshness } from './freshness.js';
 import { runIngest } from './ingest.js';
 import { runMemory } from './memory.js';
@@ -25,7 +27,7 @@ import { runRest } from './rest.js';
 import { runReconnect } from './reconnect.js';
 import { QUICK, machine, sig, table, type BenchRow } from './lib.js';
 
-const SECTIONS = ['ingest', 'calibration', 'rest', 'freshness', 'reconnect', 'memory'] as const;
+const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'reconnect', 'memory'] as const;
 
 async function main(): Promise<void> {
   const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -33,6 +35,7 @@ async function main(): Promise<void> {
   const rows: BenchRow[] = [];
   const notes: string[] = [];
   const errors: string[] = [];
+  let quality: { text: string; details: string } | null = null;
   const started = new Date().toISOString();
   const load0 = loadavg()[0]!;
   for (const s of SECTIONS) {
@@ -42,6 +45,7 @@ async function main(): Promise<void> {
     try {
       if (s === 'ingest') rows.push(...runIngest());
       else if (s === 'calibration') rows.push(...runCalibration());
+      else if (s === 'quality') quality = runCalibrationQuality();
       else {
         const r = s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'reconnect' ? await runReconnect() : await runMemory();
         rows.push(...r.rows);
@@ -63,6 +67,7 @@ async function main(): Promise<void> {
       process.stdout.write(`  ${r.section} | ${r.name}: ${parts.join(', ')}\n`);
     }
   }
+  if (quality) process.stdout.write(`\n${quality.text}\n\nper expiry:\n${quality.details}\n`);
   const missed = rows.filter((r) => r.met === false);
   if (missed.length > 0) {
     process.stdout.write('\ntargets missed:\n');
@@ -72,7 +77,7 @@ async function main(): Promise<void> {
   for (const e of errors) process.stdout.write(`ERROR in section ${e}\n`);
   const dir = new URL('./results/', import.meta.url).pathname;
   mkdirSync(dir, { recursive: true });
-  const doc = { started, finished: new Date().toISOString(), quick: QUICK, machine: { ...m, loadavg1mAtStart: load0, loadavg1mAtEnd: loadavg()[0] }, rows, notes, errors };
+  const doc = { started, finished: new Date().toISOString(), quick: QUICK, machine: { ...m, loadavg1mAtStart: load0, loadavg1mAtEnd: loadavg()[0] }, rows, notes, errors, quality };
   writeFileSync(`${dir}latest.json`, `${JSON.stringify(doc, null, 2)}\n`);
   process.stdout.write(`\nwritten: bench/results/latest.json\n`);
   if (errors.length > 0) process.exitCode = 1;

@@ -63,7 +63,7 @@ export function optionTickerData(view: MarketView, inst: BybitSimInstrument, now
   const S = roundTo(view.spot(u), dp);
   const F = roundTo(view.forward(u, T), dp);
   const k = Math.log(K / F);
-  const markIv = roundTo(view.impliedVol(u, T, k), 4);
+  const markIv = roundTo(view.markIv(u, T, k, inst.symbol.replace(/-[CP](-USDT)?$/, '')), 4);
   const mark = black76Price(type, F, K, T, markIv);
   const g = bybitGreeks(type, F, K, T, markIv);
   const z = Math.abs(k) / Math.max(markIv * Math.sqrt(T), 1e-6);

@@ -91,7 +91,7 @@ export function optionTicker(market: Market, inst: SimInstrument, nowMs: number,
   const index = roundTo(market.spot(inst.underlying), p.priceDecimals);
   const { F, index: underlyingIndex } = optionUnderlying(market, inst, nowMs);
   const k = Math.log(K / F);
-  const markIv = roundTo(market.impliedVol(inst.underlying, T, k) * 100, 2);
+  const markIv = roundTo(market.markIv(inst.underlying, T, k, inst.name.replace(/-[CP]$/, '')) * 100, 2);
   const sigma = markIv / 100;
   const unit = p.linear ? 1 : F; // quote-currency value of one unit of option price
   const mark = roundTo(black76Price(type, F, K, T, sigma) / unit, p.optionPriceDecimals);

@@ -91,6 +91,15 @@ export class MarketView {
     return Math.sqrt(ssviTotalVariance(k, a * a * T, this.market.smile(u)) / T);
   }
 
+  /**
+   * This exchange's MARK IV of a strike: the market's mark (jump-diffusion IV with mark noise and plateaus,
+   * market.ts markIv) times this view's smile over the market's at that point.
+   */
+  markIv(u: Underlying, T: number, k: number, key: string): number {
+    if (!(T > 0)) return this.atmVol(u, 0);
+    return (this.market.markIv(u, T, k, key) * this.impliedVol(u, T, k)) / this.market.impliedVol(u, T, k);
+  }
+
   /** Perpetual premium p_x, 8-hour rate. */
   premium(u: Underlying): number {
     return this.params.premiumMultiplier * this.market.funding(u).premium + this.params.premiumOffset;

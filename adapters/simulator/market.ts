@@ -33,7 +33,34 @@
  * step(dtS) evolves the stochastic state by dtS seconds (years = seconds / (365 * 86400)) and
  * records an hourly funding point whenever `now` passes a whole UTC hour.
  */
-import { Rng } from './rng.js';
+import { black76ImpliedVol, black76Price } from './black76.js';
+import { Rng, hash01 } from './rng.js';
+
+/**
+ * Jump component of the simulated market (Merton 1976): Poisson jumps of intensity `lambda` per year in the
+ * underlying, log-jump sizes normal with mean `mu` and standard deviation `delta`. The marks are Merton's
+ * jump-diffusion prices on top of the SSVI diffusive smile, so the smiles are OUTSIDE the SVI family (steeper,
+ * jump-driven short-dated wings), as real crypto smiles are. R. C. Merton, "Option pricing when underlying stock
+ * returns are discontinuous", Journal of Financial Economics 3 (1976) 125-144, eq. (16); E. G. Haug, "The Complete
+ * Guide to Option Pricing Formulas", 2nd ed. 2007, sec. 6.3 (Merton jump-diffusion).
+ */
+export const JUMPS = { lambda: 1.5, mu: -0.05, delta: 0.08 } as const;
+
+/**
+ * Mark noise and Deribit-like plateaus of the simulated MARKS (not of the model smile): each strike's mark IV is
+ * the model IV plus a noise of standard deviation `noiseVolPts` (1 + |z|/2) vol points, z the standardized
+ * moneyness, redrawn every `noiseRefreshMs` (stable in between, as exchange marks are); on expiries closer than
+ * `plateauDays` (the shortest, hours-to-expiry one) the marks beyond |z| = `plateauZ` are flat at the boundary's IV (Deribit marks the far wings of its
+ * shortest expiries at one flat IV; the recorded 2026-05-26 chain, 29MAY26 calls from 89k to 105k at 62.53 %).
+ */
+export const MARK_NOISE = { noiseVolPts: 0.15, noiseRefreshMs: 60_000, plateauDays: 1, plateauZ: 2 } as const;
+
+/** A standard normal draw from a string key (Box-Muller on two FNV-1a hashes; deterministic). */
+function hashNormal(key: string): number {
+  const u1 = Math.max(hash01(`${key}:a`), 1e-12);
+  const u2 = hash01(`${key}:b`);
+  return Math.sqrt(-2 * Math.log(u1)) * Math.cos(2 * Math.PI * u2);
+}
 
 /** Underlyings the engine simulates. */
 export const UNDERLYINGS = ['BTC', 'ETH', 'SOL', 'XRP'] as const;
@@ -389,15 +416,63 @@ export class Market {
     return { rho: st.rho, eta: st.eta, gamma: st.p.ssviGamma };
   }
 
-  /** Total implied variance w(k, T) at forward log-moneyness k = ln(K / F(T)). */
+  /** Total implied variance w(k, T) of the model (SSVI) smile at forward log-moneyness k = ln(K / F(T)). */
   totalVariance(u: Underlying, T: number, k: number): number {
     return ssviTotalVariance(k, this.atmTotalVariance(u, T), this.smile(u));
   }
 
-  /** Implied vol (fraction) at T years and forward log-moneyness k; ATM vol for T <= 0. */
+  /**
+   * Implied vol (fraction) of the model (SSVI) smile at T years and forward log-moneyness k; ATM vol for T <= 0. This
+   * is the arbitrage-free surface the market evolves; the exchanges' MARKS ({@link markIv}) deviate from it.
+   */
   impliedVol(u: Underlying, T: number, k: number): number {
     if (!(T > 0)) return this.atmVol(u, 0);
     return Math.sqrt(this.totalVariance(u, T, k) / T);
+  }
+
+  /**
+   * Implied vol (fraction) of the Merton (1976) jump-diffusion price with the SSVI diffusive vol sigma(k) of the
+   * strike ({@link JUMPS}): outside the SVI family (jump-driven short-dated wings),
+   *   C(K) = sum_n e^{-lambda T} (lambda T)^n / n! Black76(F e^{-lambda kappa T} (1 + kappa)^n, K, sqrt(sigma^2 + n delta^2 / T)),
+   *   kappa = e^{mu + delta^2/2} - 1 (the mixture's mean is F), inverted to a Black-76 vol on the out-of-the-money
+   * side. Where the price underflows (beyond about 8 standard deviations) the diffusive vol is returned.
+   */
+  jumpImpliedVol(u: Underlying, T: number, k: number): number {
+    if (!(T > 0)) return this.atmVol(u, 0);
+    const sig2 = this.totalVariance(u, T, k) / T;
+    const { lambda, mu, delta } = JUMPS;
+    const kappa = Math.exp(mu + 0.5 * delta * delta) - 1;
+    const K = Math.exp(k);
+    const type = k >= 0 ? 'call' : 'put';
+    let price = 0;
+    let weight = Math.exp(-lambda * T);
+    for (let n = 0; n < 12; n++) {
+      if (n > 0) weight *= (lambda * T) / n;
+      const Fn = Math.exp(-lambda * kappa * T) * Math.pow(1 + kappa, n);
+      price += weight * black76Price(type, Fn, K, T, Math.sqrt(sig2 + (n * delta * delta) / T));
+      if (n > lambda * T && weight < 1e-14) break;
+    }
+    if (!(price > 1e-12 * Math.min(K, 1))) return Math.sqrt(sig2);
+    const iv = black76ImpliedVol(type, price, 1, K, T, Math.sqrt(sig2));
+    return Number.isFinite(iv) && iv > 0 ? iv : Math.sqrt(sig2);
+  }
+
+  /**
+   * The simulated exchange MARK IV of a strike (fraction): the jump-diffusion IV ({@link jumpImpliedVol}) with the
+   * mark noise and the shortest-expiry plateaus of {@link MARK_NOISE}. `key` names the strike (the instrument name
+   * without its C/P suffix: one mark IV per strike for the call and the put, as Deribit prints) so that its noise is
+   * stable between refreshes.
+   */
+  markIv(u: Underlying, T: number, k: number, key: string): number {
+    if (!(T > 0)) return this.atmVol(u, 0);
+    const atm = this.atmVol(u, T) * Math.sqrt(T);
+    let kk = k;
+    if (T * 365 < MARK_NOISE.plateauDays) kk = Math.max(-MARK_NOISE.plateauZ * atm, Math.min(MARK_NOISE.plateauZ * atm, k));
+    const iv = this.jumpImpliedVol(u, T, kk);
+    const z = Math.abs(k) / Math.max(atm, 1e-9);
+    const bucket = Math.floor(this.clock() / MARK_NOISE.noiseRefreshMs);
+    const noise = (MARK_NOISE.noiseVolPts / 100) * (1 + 0.5 * Math.min(z, 6)) * hashNormal(`${this.seed}:${key}:${bucket}`);
+    return Math.max(iv + noise, 0.01);
   }
 
   /** Perpetual mark price S (1 + premium). */

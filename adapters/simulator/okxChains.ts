@@ -108,6 +108,11 @@ export function okxDateToken(ms: number): string {
   return `${p(d.getUTCFullYear() % 100)}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}`;
 }
 
+/** Expiries further than this many days are listed with only {@link FAR_EXPIRY_STRIKES} strikes nearest the index. */
+export const FAR_EXPIRY_DAYS = 200;
+/** Strikes of a far OKX expiry. */
+export const FAR_EXPIRY_STRIKES = 3;
+
 /** Plain decimal text of a strike (`70000`, `2512.5`). */
 export function okxStrikeText(k: number): string {
   return String(Number(k.toFixed(10)));
@@ -274,7 +279,14 @@ export class OkxChains {
         if ([...this.active.keys()].some((k) => k.startsWith(prefix))) continue;
         const listTime = optionListTime(e.ms, e.period, isQuarterly(e.ms, e.period), nowMs);
         const T = (e.ms - nowMs) / MS_PER_YEAR;
-        const strikes = exchangeStrikeGrid(this.view.spot(spec.underlying), this.view.atmVol(spec.underlying, T), T * 365, spec.strikes);
+        const spot = this.view.spot(spec.underlying);
+        let strikes = exchangeStrikeGrid(spot, this.view.atmVol(spec.underlying, T), T * 365, spec.strikes);
+        // OKX lists its far expiries (beyond FAR_EXPIRY_DAYS) with only a few strikes around the money (the recorded
+        // opt-summary push of issue 11: expiries with 2 or 3 strikes), which the service must fit as sparse expiries.
+        if (T * 365 > FAR_EXPIRY_DAYS) {
+          const near = [...strikes].sort((a, b) => Math.abs(Math.log(a / spot)) - Math.abs(Math.log(b / spot))).slice(0, FAR_EXPIRY_STRIKES);
+          strikes = near.sort((a, b) => a - b);
+        }
         for (const K of strikes) {
           for (const optType of ['C', 'P'] as const) {
             const instId = `${prefix}${okxStrikeText(K)}-${optType}`;

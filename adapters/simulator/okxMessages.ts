@@ -69,7 +69,7 @@ export function optSummaryItem(view: MarketView, inst: OkxSimInstrument, nowMs: 
   const S = view.spot(u);
   const F = view.forward(u, T);
   const k = Math.log(K / F);
-  const sigma = view.impliedVol(u, T, k);
+  const sigma = view.markIv(u, T, k, inst.instId.replace(/-[CP]$/, ''));
   const g = okxGreeks(type, F, S, K, T, sigma);
   const z = Math.abs(k) / Math.max(sigma * Math.sqrt(T), 1e-6);
   const hs = (0.5 + 0.35 * Math.min(z, 6) + 0.5 / Math.sqrt(Math.max(T * 365, 0.25))) / 100;

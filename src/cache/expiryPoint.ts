@@ -19,6 +19,8 @@ export interface ExpiryPoint {
   readonly observationTimestamp: number;
   /** Implied vol (fraction) at strike K for this expiry. */
   vol(K: number): number;
+  /** Analytic smile slope d sigma / dK at K (per quote-currency unit of strike); null when the model has none. */
+  volSlope(K: number): number | null;
 }
 
 /** Per snapshot, the expiry points already read (snapshots are immutable; dropped with their snapshot). */
@@ -62,5 +64,13 @@ function computeExpiryPoint(snap: SurfaceSnapshot, expirationTimestamp: number):
   } else {
     vol = (K: number) => surface.impliedVol(Tvol, K, forward);
   }
-  return Object.freeze({ T, forward, spot: snap.forwardCurve.spot, observationTimestamp: snap.observationTimestamp, vol });
+  // d sigma / dK = (dw/dk) / (2 sqrt(w Tvol) K) with k = ln(K/F) (sigma = sqrt(w/T), dk/dK = 1/K), analytic where
+  // the surface has dw/dk (SVI), else null.
+  const volSlope = (K: number): number | null => {
+    const k = Math.log(K / forward);
+    const dk = surface.totalVarianceDk ? surface.totalVarianceDk(Tvol, k) : null;
+    if (dk === null) return null;
+    return dk / (2 * Math.sqrt(surface.totalVariance(Tvol, k) * Tvol) * K);
+  };
+  return Object.freeze({ T, forward, spot: snap.forwardCurve.spot, observationTimestamp: snap.observationTimestamp, vol, volSlope });
 }

@@ -1,4 +1,7 @@
 /**
+ * (The models themselves, typed parameters, served smiles, wing and carry-forward rules, live in src/quant/models;
+ * this module builds the served VolSurface from stored slices and applies the calendar envelope.)
+ *
  * The bridge between a model's per-expiry parameters (`ExpirySlice.params`, numbers only, as stored in
  * snapshots and Kafka documents) and the VolSurface the API reads: one total-variance function w(k) per
  * listed expiry for SVI, SABR and Vanna-Volga, and the calendar envelope that keeps the surface free of
@@ -28,17 +31,15 @@
  * Between and beyond the listed expiries the VolSurface rules apply (src/quant/surface.ts): total variance
  * linear in T at fixed k between expiries; constant implied vol at fixed k before the first and after the last.
  */
-import { sviTotalVariance, type SviParams } from '../quant/svi.js';
-import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '../quant/sabr.js';
-import { VV_MAX_WING_SLOPE, vannaVolgaParamViolations, vannaVolgaSmile, type VannaVolgaParams } from '../quant/vannaVolga.js';
 import { VolSurface, defaultCalendarGrid } from '../quant/surface.js';
+import { MODEL_REGISTRY, modelOf } from '../quant/models/index.js';
 import type { VolatilityModel } from './snapshot.js';
 
 /** The parameter names of each model, in the order they are stored. */
 export const MODEL_PARAMETERS: Readonly<Record<VolatilityModel, readonly string[]>> = {
-  SVI: ['a', 'b', 'rho', 'm', 'sigma'],
-  SABR: ['alpha', 'beta', 'rho', 'nu', 'kWingL', 'kWingR'],
-  VANNA_VOLGA: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C'],
+  SVI: MODEL_REGISTRY.SVI.parameterNames,
+  SABR: MODEL_REGISTRY.SABR.parameterNames,
+  VANNA_VOLGA: MODEL_REGISTRY.VANNA_VOLGA.parameterNames,
 };
 
 /** The calendar check grid: {@link defaultCalendarGrid}, 241 points of k = ln(K/F) in [-3, 3]. */
@@ -58,109 +59,26 @@ export interface ModelSliceInput {
   readonly fit?: { readonly calendarRepaired?: boolean };
 }
 
-/** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
-export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
-/** Default half-width of the SABR core in ATM total standard deviations (the calibration's density-check grid). */
-export const SABR_CORE_STD = 4;
+// The SABR wing rule lives with the model (src/quant/models/sabr.ts); re-exported for existing callers.
+export { MAX_WING_SLOPE, SABR_CORE_STD, sabrWingJunctions } from '../quant/models/sabr.js';
 
 /**
- * Wing junctions of a SABR smile: start from the range its calibration checked for butterfly arbitrage,
- * [min(kMin, -s^2/2 - 4s), max(kMax, -s^2/2 + 4s)] with s = sigma_ATM sqrt(T) (smileArbitrage.ts
- * defaultDensityCheckStrikes; kMin/kMax the quoted range), and move each junction towards k = 0 (in 1 % steps
- * of its distance) until the SABR total variance there is finite and its outward slope lies in
- * [0, MAX_WING_SLOPE]. If no such point exists the junction stays at 2 % of the start and the wing slope is
- * clamped (the density check of the served smile then decides).
- * @throws RangeError on invalid SABR parameters or F, T not finite > 0
- */
-export function sabrWingJunctions(p: SabrParams, F: number, T: number, kMin = 0, kMax = 0): { kWingL: number; kWingR: number } {
-  const bad = sabrParamViolations(p);
-  if (bad.length > 0) throw new RangeError(`invalid SABR parameters: ${bad.join('; ')}`);
-  if (!(F > 0 && T > 0 && Number.isFinite(F) && Number.isFinite(T))) throw new RangeError(`sabrWingJunctions: F and T must be finite > 0, got ${F}, ${T}`);
-  const core = sabrCore(p, F, T);
-  const atm = core(0);
-  const s = Number.isFinite(atm) && atm > 0 ? Math.sqrt(atm) : 0.5 * Math.sqrt(T);
-  const find = (start: number, dir: 1 | -1): number => {
-    for (let i = 0; i < 98; i++) {
-      const k = start * (1 - i / 100);
-      const h = 1e-5 * Math.max(1, Math.abs(k));
-      const slope = (core(k + h) - core(k - h)) / (2 * h);
-      const out = dir * slope;
-      if (Number.isFinite(core(k)) && out >= 0 && out <= MAX_WING_SLOPE) return k;
-    }
-    return start * 0.02;
-  };
-  const lo = Math.min(Number.isFinite(kMin) ? kMin : 0, -0.5 * s * s - SABR_CORE_STD * s);
-  const hi = Math.max(Number.isFinite(kMax) ? kMax : 0, -0.5 * s * s + SABR_CORE_STD * s);
-  return { kWingL: find(lo, -1), kWingR: find(hi, 1) };
-}
-
-/** SABR total variance (Hagan 2002), NaN outside the expansion's domain. */
-function sabrCore(p: SabrParams, F: number, T: number): (k: number) => number {
-  return (k) => {
-    const v = sabrImpliedVolUnchecked(p, F, F * Math.exp(k), T);
-    return v > 0 && Number.isFinite(v) ? v * v * T : Number.NaN;
-  };
-}
-
-/** The served SABR smile: Hagan between the junctions, linear C1 wings beyond (slope clamped to [0, MAX_WING_SLOPE]). */
-function sabrServed(p: SabrParams, F: number, T: number, kWingL: number, kWingR: number): (k: number) => number {
-  const core = sabrCore(p, F, T);
-  const slopeAt = (k: number): number => {
-    const h = 1e-5 * Math.max(1, Math.abs(k));
-    return (core(k + h) - core(k - h)) / (2 * h);
-  };
-  const wL = core(kWingL);
-  const wR = core(kWingR);
-  const sL = Math.min(0, Math.max(-MAX_WING_SLOPE, slopeAt(kWingL) || 0));
-  const sR = Math.max(0, Math.min(MAX_WING_SLOPE, slopeAt(kWingR) || 0));
-  return (k) => (k < kWingL ? wL + sL * (k - kWingL) : k > kWingR ? wR + sR * (k - kWingR) : core(k));
-}
-
-function pick(model: VolatilityModel, params: Readonly<Record<string, number>>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const name of MODEL_PARAMETERS[model]) {
-    const v = params[name];
-    if (model === 'SABR' && (name === 'kWingL' || name === 'kWingR') && v === undefined) continue; // older documents: default junctions
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw new RangeError(`${model} parameter ${name} missing or not finite (${String(v)})`);
-    out[name] = v;
-  }
-  return out;
-}
-
-/**
- * Total implied variance w(k) of one slice of `model`, k = ln(K/F) against the slice's forward.
- * Returns NaN where the model has no value (e.g. a SABR expansion outside its domain).
+ * Total implied variance w(k) of one slice of `model`, k = ln(K/F) against the slice's forward: the model's served
+ * smile (src/quant/models, wing rule included). Returns NaN where the model has no value.
  * @throws RangeError when a parameter is missing or invalid for the model, or T/forward are not finite > 0
  */
 export function sliceTotalVariance(model: VolatilityModel, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): (k: number) => number {
   const { T, forward: F } = slice;
   if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`sliceTotalVariance: T must be finite > 0, got ${T}`);
   if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`sliceTotalVariance: forward must be finite > 0, got ${F}`);
-  const p = pick(model, slice.params);
-  switch (model) {
-    case 'SVI': {
-      const sp = p as unknown as SviParams;
-      return (k) => sviTotalVariance(sp, k);
-    }
-    case 'SABR': {
-      const sp: SabrParams = { alpha: p.alpha as number, beta: p.beta as number, rho: p.rho as number, nu: p.nu as number };
-      const bad = sabrParamViolations(sp);
-      if (bad.length > 0) throw new RangeError(`invalid SABR parameters: ${bad.join('; ')}`);
-      const j = p.kWingL !== undefined && p.kWingR !== undefined ? { kWingL: p.kWingL, kWingR: p.kWingR } : sabrWingJunctions(sp, F, T);
-      if (!(j.kWingL < 0 && j.kWingR > 0)) throw new RangeError(`invalid SABR wing junctions: kWingL ${j.kWingL} must be < 0 < kWingR ${j.kWingR}`);
-      return sabrServed(sp, F, T, j.kWingL, j.kWingR);
-    }
-    case 'VANNA_VOLGA': {
-      const vp = { ...(p as unknown as VannaVolgaParams), order: 'second' as const };
-      const bad = vannaVolgaParamViolations(vp);
-      if (bad.length > 0) throw new RangeError(`invalid Vanna-Volga parameters: ${bad.join('; ')}`);
-      const smile = vannaVolgaSmile(vp, F, T);
-      return (k) => {
-        const v = smile(F * Math.exp(k));
-        return v * v * T;
-      };
-    }
-  }
+  const m = modelOf(model);
+  return m.totalVariance(m.fromRecord(slice.params, T, F), T, F);
+}
+
+/** Analytic dw/dk of one slice's served smile when the model has one (SVI), else null. */
+function sliceTotalVarianceDk(model: VolatilityModel, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): ((k: number) => number) | null {
+  const m = modelOf(model);
+  return m.totalVarianceDk ? m.totalVarianceDk(m.fromRecord(slice.params, slice.T, slice.forward), slice.T, slice.forward) : null;
 }
 
 /**
@@ -180,16 +98,11 @@ export function carryForwardParams(
   oldForward: number,
   newForward: number,
 ): Record<string, number> {
-  const p = { ...params };
-  if (model === 'SVI' && oldT > 0 && newT > 0) {
-    const c = newT / oldT;
-    p.a = (p.a as number) * c;
-    p.b = (p.b as number) * c;
-  } else if (model === 'VANNA_VOLGA' && oldForward > 0 && newForward > 0) {
-    const c = newForward / oldForward;
-    for (const key of ['K25P', 'Katm', 'K25C', 'K10P', 'K10C']) p[key] = (p[key] as number) * c;
-  }
-  return p;
+  const m = modelOf(model);
+  const carried = m.toRecord(m.carryForward(m.fromRecord(params, oldT, oldForward), oldT, newT, oldForward, newForward));
+  // Optional parameters absent from the input (older documents) stay absent.
+  for (const name of m.optionalParameterNames) if (params[name] === undefined) delete carried[name];
+  return carried;
 }
 
 /**
@@ -242,11 +155,23 @@ function envelope(own: (k: number) => number, below: (k: number) => number): (k:
 export function buildModelSurface(model: VolatilityModel, slices: readonly ModelSliceInput[]): VolSurface {
   const sorted = [...slices].sort((a, b) => a.T - b.T);
   let below: ((k: number) => number) | null = null;
+  let belowDk: ((k: number) => number) | null = null;
   const inputs = sorted.map((s) => {
     const own = sliceTotalVariance(model, s);
-    const w: (k: number) => number = below && s.fit?.calendarRepaired ? envelope(own, below) : own;
+    // Analytic dw/dk where the model has one (SVI); through the envelope it is the derivative of whichever side is
+    // served at k.
+    const ownDk = sliceTotalVarianceDk(model, s);
+    const enveloped = below !== null && s.fit?.calendarRepaired === true;
+    const w: (k: number) => number = enveloped ? envelope(own, below!) : own;
+    let dk: ((k: number) => number) | null = ownDk;
+    if (enveloped) {
+      const b = below!;
+      const bDk = belowDk;
+      dk = ownDk && bDk ? (k: number) => (w(k) === own(k) ? ownDk(k) : b(k) === w(k) ? bDk(k) : ownDk(k)) : null;
+    }
     below = w;
-    return { expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, totalVariance: w };
+    belowDk = dk;
+    return { expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, totalVariance: w, ...(dk ? { totalVarianceDk: dk } : {}) };
   });
   return new VolSurface(inputs);
 }

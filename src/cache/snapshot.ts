@@ -18,6 +18,8 @@ export interface SurfaceView {
   totalVariance(T: number, k: number): number;
   /** Optional: the smile w(k) at a fixed T with its interpolation data found once (same numbers as totalVariance). */
   totalVarianceAt?(T: number): (k: number) => number;
+  /** Analytic dw/dk at (T, k) where the model has it (SVI); null otherwise. Optional for hand-built views. */
+  totalVarianceDk?(T: number, k: number): number | null;
 }
 
 /** What the API needs of a forward curve (implemented by src/quant/forwardCurve.ts ForwardCurve). */
@@ -50,11 +52,16 @@ export interface SmileQuote {
  * - `repaired`: the fit violated a no-arbitrage condition and a constrained refit removed it (SVI: penalty
  *   rounds on g(k) < 0 or below the calendar floor; SABR: density penalties; Vanna-Volga: pillar shrinkage
  *   towards ATM), or the calendar envelope was applied to it (`calendarRepaired`);
+ * - `sparse`: the expiry has 1 to 4 quotes; its shape comes from the neighbouring served expiries in total variance
+ *   and its level (and tilt) from its own quotes (streams/calibrate.ts `sparseTarget`; `method` says how);
  * - `kept-previous`: the fit was rejected (butterfly arbitrage that no refit removed) and the last good slice
  *   of that expiry is served instead (its parameters carried to the new observation, `fittedAt` says when it
  *   was fitted).
  */
-export type SliceStatus = 'fitted' | 'repaired' | 'kept-previous';
+/** Prefix of the fit-quality warnings in FitDiagnostics.warnings (issue 11 item 3; counted by the metrics, shown on the dashboard). */
+export const QUALITY_WARNING_PREFIX = 'fit quality:';
+
+export type SliceStatus = 'fitted' | 'repaired' | 'sparse' | 'kept-previous';
 
 /**
  * Fit diagnostics of one expiry and model (issue 4; carried in the Kafka surface document as is).
@@ -102,6 +109,16 @@ export interface FitDiagnostics {
   readonly atmErrorVolPts?: number | null;
   /** Warnings of the calibration (ATM gap, sparse fit, remaining arbitrage). */
   readonly warnings?: readonly string[];
+  /**
+   * RMSE (vol points, against the same quotes' mark IVs) of the same model's UNCONSTRAINED per-expiry fit: the
+   * best fit of this expiry alone before any butterfly repair or calendar envelope. null for sparse and
+   * kept-previous slices (no such fit).
+   */
+  readonly referenceRmseVolPts?: number | null;
+  /** What the no-arbitrage repairs cost: served `rmseVolPts` minus `referenceRmseVolPts` (vol points); null with it. */
+  readonly repairCostVolPts?: number | null;
+  /** Largest |served - mark| (vol points) at the quotes between the 25-delta strikes (mark call delta 0.25..0.75); null without such quotes. */
+  readonly maxError25DeltaVolPts?: number | null;
 }
 
 /** Counts of repairs and rejections of one (source, pair, model) since the calibrator started. */

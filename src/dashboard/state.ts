@@ -49,6 +49,13 @@ export interface SmileView {
   readonly rmseVolPts: number;
   readonly quotesUsed: number;
   readonly butterflyFree: boolean;
+  /** Slice status (fitted, repaired, sparse, kept-previous) of the pair's default-model fit. */
+  readonly status: string;
+  /** The model's unconstrained fit RMSE and what the repairs cost (vol points); null when not applicable. */
+  readonly referenceRmseVolPts: number | null;
+  readonly repairCostVolPts: number | null;
+  /** Quality warnings (ATM error > 1 vp, 25-delta error > 3 vp). */
+  readonly warnings: readonly string[];
 }
 
 /** One listed expiry of the term structure (field names as the spec's iVSummary). */
@@ -226,6 +233,10 @@ function smiles(snap: SurfaceSnapshot, models: readonly SurfaceSnapshot[]): Smil
       rmseVolPts: sl.fit.rmseVolPts,
       quotesUsed: sl.fit.quotesUsed,
       butterflyFree: sl.fit.butterflyFree,
+      status: sl.fit.status ?? 'fitted',
+      referenceRmseVolPts: sl.fit.referenceRmseVolPts ?? null,
+      repairCostVolPts: sl.fit.repairCostVolPts ?? null,
+      warnings: (sl.fit.warnings ?? []).filter((w) => w.startsWith('fit quality:')),
     };
   });
 }

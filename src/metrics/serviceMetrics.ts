@@ -27,7 +27,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import type { Subscription } from 'rxjs';
 import type { FeedStats, MarketFeed } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
-import type { SurfaceSnapshot } from '../cache/snapshot.js';
+import { QUALITY_WARNING_PREFIX, type SurfaceSnapshot } from '../cache/snapshot.js';
 import type { Clock } from '../domain/clock.js';
 import { pairLabel } from '../domain/markets.js';
 import type { KindCounts, PublisherStats } from '../kafka/publisher.js';
@@ -109,6 +109,8 @@ export class ServiceMetrics {
   private readonly repairs: Counter<'source' | 'pair' | 'model' | 'kind'>;
   private readonly rejections: Counter<'source' | 'pair' | 'model' | 'outcome'>;
   private readonly violations: Counter<'source' | 'pair' | 'model'>;
+  private readonly qualityWarned: Gauge<'source' | 'pair' | 'model'>;
+  private readonly qualityWarnings: Counter<'source' | 'pair' | 'model' | 'kind'>;
   private readonly skipped: Counter<'source' | 'pair' | 'reason'>;
   private readonly cacheUpdates: Counter<'type'>;
   private readonly rejected: Counter<'reason'>;
@@ -244,6 +246,18 @@ export class ServiceMetrics {
       name: 'volsurf_arbitrage_violations_total',
       help: 'Expiry fits published with a remaining butterfly violation (butterflyFree false, reported, not hidden)',
       labelNames: ['source', 'pair', 'model'],
+      registers,
+    });
+    this.qualityWarned = new Gauge({
+      name: 'volsurf_fit_quality_warned_expiries',
+      help: 'Expiries of the newest surface whose served fit carries a quality warning (ATM error > 1 vol pt or an error > 3 vol pts within 25-delta, issue 11), whatever their RMSE',
+      labelNames: ['source', 'pair', 'model'],
+      registers,
+    });
+    this.qualityWarnings = new Counter({
+      name: 'volsurf_fit_quality_warnings_total',
+      help: 'Quality warnings of published expiry fits, by kind (atm: ATM error > 1 vol pt; delta25: error > 3 vol pts at a quote within 25-delta)',
+      labelNames: ['source', 'pair', 'model', 'kind'],
       registers,
     });
     this.skipped = new Counter({
@@ -447,6 +461,20 @@ export class ServiceMetrics {
     for (const sl of s.slices) if (!sl.fit.butterflyFree) violating++;
     // inc(0) creates the series, so a scrape shows 0 rather than nothing
     this.violations.inc(labels, violating);
+    let warned = 0;
+    let atm = 0;
+    let d25 = 0;
+    for (const sl of s.slices) {
+      const q = (sl.fit.warnings ?? []).filter((w) => w.startsWith(QUALITY_WARNING_PREFIX));
+      if (q.length > 0) warned++;
+      for (const w of q) {
+        if (w.includes('ATM error')) atm++;
+        else d25++;
+      }
+    }
+    this.qualityWarned.set(labels, warned);
+    this.qualityWarnings.inc({ ...labels, kind: 'atm' }, atm);
+    this.qualityWarnings.inc({ ...labels, kind: 'delta25' }, d25);
     const counts = (s as SurfaceSnapshot & { arbitrage?: { counts?: ArbitrageCountsLike } }).arbitrage?.counts;
     if (counts) {
       // cumulative counts of the calibrator: add their increase

@@ -22,8 +22,9 @@
  *   DC(B) = -dC/dK |_{K=B} = N(d2(B)) - vega(B) * dsigma/dK(B)
  * with vega = F phi(d1) sqrt T the Black-76 vega per 1.0 of vol; a flat smile gives the Black-Scholes
  * cash-or-nothing price N(d2) (Rubinstein and Reiner 1991; Haug 2007 ch. 4, binary options,
- * "Cash-or-Nothing Options"). The smile slope dsigma/dK is a central difference of the smile in log-strike, step
- * {@link SLOPE_LOG_STEP}.
+ * "Cash-or-Nothing Options"). The smile slope dsigma/dK is the analytic one when the caller gives it
+ * (`smileSlope`: the SVI surface's dw/dk / (2 sigma T K)), else a central difference of the smile in log-strike,
+ * step {@link SLOPE_LOG_STEP}.
  *
  * Greeks of the replication are analytic (each Black-76 leg's own Greeks, Haug 2007 ch. 2, and the
  * derivatives of N(d2) - c vega written out in {@link digitalCallFigures}), sticky strike: when the forward
@@ -83,6 +84,12 @@ export interface EuBarrierInput {
   readonly T: number;
   /** The expiry's smile: implied vol (fraction) at strike K, quote currency. Held fixed in K (sticky strike). */
   readonly smile: (K: number) => number;
+  /**
+   * Its analytic slope d sigma / dK (optional; null or absent: the central difference {@link smileSlope}). The API
+   * passes the SVI one (dw/dk of raw SVI, Gatheral 2004), exact where the finite difference costs up to 1e-4
+   * relative on short expiries.
+   */
+  readonly smileSlope?: (K: number) => number | null;
   readonly type: EuBarrierOptionType;
   /** Strike (> 0); required for CALL, PUT and FORWARD, ignored for digitals. */
   readonly K?: number;
@@ -220,10 +227,13 @@ export function digitalCallFigures(F: number, B: number, T: number, sigma: numbe
 }
 
 /** Figures of one leg at (F, T), with the smile shifted in parallel by volShift. */
-function legFigures(leg: ReplicationLeg, F: number, T: number, smile: (K: number) => number, volShift: number): ReplicationFigures {
+function legFigures(leg: ReplicationLeg, F: number, T: number, smile: (K: number) => number, volShift: number, slope?: (K: number) => number | null): ReplicationFigures {
   if (leg.kind === 'CASH') return { ...ZERO, price: 1 };
   const sigma = smile(leg.strike) + volShift;
-  if (leg.kind === 'DC') return digitalCallFigures(F, leg.strike, T, sigma, smileSlope(smile, leg.strike));
+  if (leg.kind === 'DC') {
+    const analytic = slope ? slope(leg.strike) : null;
+    return digitalCallFigures(F, leg.strike, T, sigma, analytic !== null && Number.isFinite(analytic) ? analytic : smileSlope(smile, leg.strike));
+  }
   const g = black76Greeks(F, leg.strike, T, sigma, leg.kind);
   return { price: g.price, dF: g.delta, dFF: g.gamma, dS: g.vega, dSS: g.volga, dFS: g.vanna };
 }
@@ -239,7 +249,7 @@ export function euBarrierFigures(input: EuBarrierInput, volShift = 0): Replicati
   const legs = replicationLegs(input.type, input.B, input.K, input.barrierType);
   let price = 0, dF = 0, dFF = 0, dS = 0, dSS = 0, dFS = 0;
   for (const leg of legs) {
-    const f = legFigures(leg, input.F, input.T, input.smile, volShift);
+    const f = legFigures(leg, input.F, input.T, input.smile, volShift, input.smileSlope);
     price += leg.weight * f.price;
     dF += leg.weight * f.dF;
     dFF += leg.weight * f.dFF;
@@ -263,7 +273,8 @@ export function euBarrierPrice(input: EuBarrierInput, volShift = 0): number {
     if (leg.kind === 'CASH') p = 1;
     else if (leg.kind === 'DC') {
       const sigma = input.smile(leg.strike) + volShift;
-      p = digitalCallFigures(input.F, leg.strike, input.T, sigma, smileSlope(input.smile, leg.strike)).price;
+      const analytic = input.smileSlope ? input.smileSlope(leg.strike) : null;
+      p = digitalCallFigures(input.F, leg.strike, input.T, sigma, analytic !== null && Number.isFinite(analytic) ? analytic : smileSlope(input.smile, leg.strike)).price;
     } else p = black76Price(input.F, leg.strike, input.T, input.smile(leg.strike) + volShift, leg.kind);
     price += leg.weight * p;
   }

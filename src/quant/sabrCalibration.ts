@@ -118,6 +118,9 @@ export interface SabrCalibrationResult {
   readonly maxErrorVolPts: number;
   /** RMSE over every valid input quote, trimmed outliers included, vol points. */
   readonly rmseAllVolPts: number;
+  /** RMSE (vol points) over all valid quotes of the unpenalized fit (before the density repair): the
+   * unconstrained optimum of this weighting; equals `rmseAllVolPts` when no repair was needed. */
+  readonly unconstrainedRmseVolPts: number;
   /** Fit over the quotes used that lie between the fitted smile's 10-delta strikes (call delta 0.90 and
    * 0.10, forward Black delta): RMSE and max error in vol points, and their number. */
   readonly within10Delta: { readonly rmseVolPts: number; readonly maxErrorVolPts: number; readonly quotes: number };
@@ -306,10 +309,10 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     extraStarts.push([p.alpha, Math.max(-RHO_MAX, Math.min(RHO_MAX, p.rho)), Math.min(Math.max(p.nu, NU_MIN), nuMax)]);
   }
 
-  const fitAndRepair = (d: Prepared, extra: readonly (readonly number[])[]): { x: number[]; penalty: boolean } => {
+  const fitAndRepair = (d: Prepared, extra: readonly (readonly number[])[]): { x: number[]; x0: number[]; penalty: boolean } => {
     const x0 = fit(d, startPoints(d, extra), 0, []).x;
     const chk0 = checkSmileDensity((K) => vol(toParams(x0), K), F, T, checkOpts(d));
-    if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, penalty: false };
+    if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, x0, penalty: false };
     // Constrained refit: the first penalty weight that gives an arbitrage-free smile wins; if none
     // does, the unpenalized fit is kept and reported as not arbitrage-free (the caller rejects it).
     // Penalty grid: the check's grid (explicit strikes, or the default one built on a 15 % higher ATM vol
@@ -322,10 +325,10 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     let x = x0;
     for (let lambda = 1; lambda <= 1e4; lambda *= 10) {
       x = fit(d, [x], lambda, penaltyGrid(x)).x;
-      if (checkSmileDensity((K) => vol(toParams(x), K), F, T, checkOpts(d)).arbitrageFree) return { x, penalty: true };
+      if (checkSmileDensity((K) => vol(toParams(x), K), F, T, checkOpts(d)).arbitrageFree) return { x, x0, penalty: true };
     }
     repairFailed = true;
-    return { x: x0, penalty: false };
+    return { x: x0, x0, penalty: false };
   };
 
   let used = all;
@@ -376,6 +379,8 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   const resAll = residualsVolPts(params, all, vol);
   const rmse = Math.sqrt(resUsed.reduce((s, e) => s + e * e, 0) / resUsed.length);
   const rmseAll = Math.sqrt(resAll.reduce((s, e) => s + e * e, 0) / resAll.length);
+  const resRaw = residualsVolPts(toParams(res.x0), all, vol);
+  const rawRmse = Math.sqrt(resRaw.reduce((s, e) => s + e * e, 0) / resRaw.length);
   const maxErr = resUsed.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
   const smile = (K: number): number => vol(params, K);
   const k10 = (delta: number): number => {
@@ -405,6 +410,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     rmseVolPts: rmse,
     maxErrorVolPts: maxErr,
     rmseAllVolPts: rmseAll,
+    unconstrainedRmseVolPts: Number.isFinite(rawRmse) ? rawRmse : rmseAll,
     within10Delta: errorStats(resCore),
     quotesUsed: used.k.length,
     quotesDropped: dropped,

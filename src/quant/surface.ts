@@ -18,7 +18,7 @@
  *
  * Units: T in years ACT/365; K and F in the quote currency; implied vols as fractions.
  */
-import { sviTotalVariance, type SviParams } from './svi.js';
+import { sviFirstDerivative, sviTotalVariance, type SviParams } from './svi.js';
 
 /** One listed expiry of a surface: give either raw SVI `params` or a `totalVariance(k)` function. */
 export interface SurfaceSliceInput {
@@ -32,6 +32,8 @@ export interface SurfaceSliceInput {
   readonly params?: SviParams;
   /** Total implied variance as a function of log-moneyness k = ln(K/F) (used when `params` is absent). */
   readonly totalVariance?: (k: number) => number;
+  /** Its analytic derivative dw/dk (optional; with `params` it is the raw-SVI one). */
+  readonly totalVarianceDk?: (k: number) => number;
 }
 
 /** A listed slice of a built surface (immutable). */
@@ -43,6 +45,8 @@ export interface SurfaceSlice {
   readonly params: SviParams | null;
   /** w(k) of the slice. */
   readonly totalVariance: (k: number) => number;
+  /** dw/dk of the slice, analytic; null when the slice was given without it. */
+  readonly totalVarianceDk: ((k: number) => number) | null;
 }
 
 /** One calendar-arbitrage violation: w decreases from an expiry to the next at log-moneyness k. */
@@ -82,14 +86,16 @@ export class VolSurface {
       if (!(Number.isFinite(s.T) && s.T > 0)) throw new RangeError(`VolSurface: T must be > 0, got ${s.T}`);
       if (!(Number.isFinite(s.forward) && s.forward > 0)) throw new RangeError(`VolSurface: forward must be > 0, got ${s.forward}`);
       let tv: (k: number) => number;
+      let dk: ((k: number) => number) | null = s.totalVarianceDk ?? null;
       let params: SviParams | null = null;
       if (s.params) {
         const p = Object.freeze({ ...s.params });
         params = p;
         tv = (k: number) => sviTotalVariance(p, k);
+        dk = (k: number) => sviFirstDerivative(p, k);
       } else if (s.totalVariance) tv = s.totalVariance;
       else throw new RangeError(`VolSurface: slice ${s.expirationTimestamp} has neither params nor totalVariance`);
-      return Object.freeze({ expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, params, totalVariance: tv });
+      return Object.freeze({ expirationTimestamp: s.expirationTimestamp, T: s.T, forward: s.forward, params, totalVariance: tv, totalVarianceDk: dk });
     });
     built.sort((a, b) => a.T - b.T);
     for (let i = 1; i < built.length; i++) {
@@ -156,6 +162,34 @@ export class VolSurface {
       const wb = b.totalVariance(k);
       return wa + ((wb - wa) * dT) / span;
     };
+  }
+
+  /**
+   * dw/dk (k, T), analytic: the same interpolation in T as {@link totalVariance} applied to the slices' own
+   * derivatives (it is linear in w, so it commutes with d/dk); null when a slice needed has no analytic derivative.
+   * @throws RangeError if T < 0 or not finite.
+   */
+  totalVarianceDk(T: number, k: number): number | null {
+    if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVarianceDk: T must be >= 0, got ${T}`);
+    if (T === 0) return 0;
+    const s = this.slices;
+    const first = s[0] as SurfaceSlice;
+    const last = s[s.length - 1] as SurfaceSlice;
+    if (T <= first.T) return first.totalVarianceDk ? (first.totalVarianceDk(k) * T) / first.T : null;
+    if (T >= last.T) return last.totalVarianceDk ? (last.totalVarianceDk(k) * T) / last.T : null;
+    let lo = 0;
+    let hi = s.length - 1;
+    while (hi - lo > 1) {
+      const mid = (lo + hi) >> 1;
+      if ((s[mid] as SurfaceSlice).T <= T) lo = mid;
+      else hi = mid;
+    }
+    const a = s[lo] as SurfaceSlice;
+    const b = s[hi] as SurfaceSlice;
+    if (!a.totalVarianceDk || !b.totalVarianceDk) return null;
+    const da = a.totalVarianceDk(k);
+    const db = b.totalVarianceDk(k);
+    return da + ((db - da) * (T - a.T)) / (b.T - a.T);
   }
 
   /** Implied vol (fraction) at log-moneyness k and T > 0: sqrt(w(k, T)/T); NaN where w < 0. */

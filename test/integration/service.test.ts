@@ -89,7 +89,7 @@ describe('simulated Deribit end to end', () => {
     }
   });
 
-  it('byStrike is within half a vol point of the mark IVs the exchange sent, at the listed strikes', async () => {
+  it('byStrike lies inside the exchange\'s [bid IV, ask IV] for >= 95 % of the listed strikes and within 1 vol pt of every mark', async () => {
     const snap = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!;
     const slice = snap.slices[Math.min(5, snap.slices.length - 1)]!;
     const items = slice.quotes.slice(0, 40).map((q, i) => ({
@@ -105,10 +105,20 @@ describe('simulated Deribit end to end', () => {
     expect(r.status).toBe(200);
     const now = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!;
     const nowSlice = now.slices.find((s) => s.expirationTimestamp === slice.expirationTimestamp)!;
+    // Rule (issue 11): the marks are jump-diffusion prices with mark noise (simulator market.ts markIv), so the
+    // served smile is judged against the market's own uncertainty, the bid-ask IV interval, and the 1 vol pt bound.
+    let twoSided = 0;
+    let inside = 0;
     r.body.forEach((row: { impliedVolatility: number }, i: number) => {
       const q = nowSlice.quotes.find((x) => x.strike === slice.quotes[i]!.strike)!;
-      expect(Math.abs(row.impliedVolatility - q.markIv)).toBeLessThan(0.005);
+      expect(Math.abs(row.impliedVolatility - q.markIv)).toBeLessThan(0.01);
+      if (q.bidIv !== null && q.askIv !== null) {
+        twoSided++;
+        if (row.impliedVolatility >= q.bidIv - 1e-9 && row.impliedVolatility <= q.askIv + 1e-9) inside++;
+      }
     });
+    expect(twoSided).toBeGreaterThanOrEqual(10);
+    expect(inside / twoSided).toBeGreaterThanOrEqual(0.95);
   });
 
   it('byDelta: 0.5 is near the ATM vol, 0.25 is the call wing and 0.75 the put wing of the same smile', async () => {

@@ -22,7 +22,7 @@ export interface SurfaceSpec {
   sequence?: number;
   calibrationMs?: number;
   /** Per slice: fit method text, RMSE and butterflyFree. */
-  fits?: Array<{ method?: string; rmseVolPts?: number; butterflyFree?: boolean }>;
+  fits?: Array<{ method?: string; rmseVolPts?: number; butterflyFree?: boolean; warnings?: string[] }>;
   spot?: number;
   params?: SviParams;
 }
@@ -53,6 +53,7 @@ export function makeSurface(spec: SurfaceSpec = {}): SurfaceSnapshot {
       butterflyFree: fits[i]!.butterflyFree ?? true,
       method: fits[i]!.method ?? 'full: vega weighting',
       calibrationMs: spec.calibrationMs ?? 12,
+      ...(fits[i]!.warnings ? { warnings: fits[i]!.warnings } : {}),
     },
     quotes: [0.9, 1, 1.1].map((m) => ({
       instrument: `X-${i}-${m}`,

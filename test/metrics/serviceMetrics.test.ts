@@ -156,6 +156,31 @@ describe('calibration series', () => {
     expect(one(s, 'volsurf_arbitrage_violations_total', svi)).toBe(1);
   });
 
+  it('counts fit-quality warnings: warned expiries of the newest surface (gauge) and warnings by kind (counter)', async () => {
+    const { cache, scrape } = setup();
+    const svi = { source: 'DERIBIT', pair: 'BTC/USD', model: 'SVI' };
+    cache.putSurface(makeSurface({ fits: [{}, {}] }));
+    let s = (await scrape()).samples;
+    expect(one(s, 'volsurf_fit_quality_warned_expiries', svi)).toBe(0);
+    cache.putSurface(
+      makeSurface({
+        sequence: 2,
+        fits: [
+          { warnings: ['fit quality: ATM error 1.50 vol pts (served 50.00 vs market 48.50) exceeds 1', 'fit quality: error 3.20 vol pts at a quote within 25-delta exceeds 3'] },
+          { warnings: ['ATM check: something else'] },
+          { warnings: ['fit quality: ATM error -2.00 vol pts (served 40.00 vs market 42.00) exceeds 1'] },
+        ],
+      }),
+    );
+    s = (await scrape()).samples;
+    expect(one(s, 'volsurf_fit_quality_warned_expiries', svi)).toBe(2);
+    expect(one(s, 'volsurf_fit_quality_warnings_total', { ...svi, kind: 'atm' })).toBe(2);
+    expect(one(s, 'volsurf_fit_quality_warnings_total', { ...svi, kind: 'delta25' })).toBe(1);
+    cache.putSurface(makeSurface({ sequence: 3, fits: [{}, {}] }));
+    s = (await scrape()).samples;
+    expect(one(s, 'volsurf_fit_quality_warned_expiries', svi)).toBe(0);
+  });
+
   it('takes repairs and rejections from the cumulative arbitrage counts a snapshot carries', async () => {
     const { cache, scrape } = setup();
     const sabr = { source: 'DERIBIT', pair: 'BTC/USD', model: 'SABR' };

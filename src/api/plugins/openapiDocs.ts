@@ -171,6 +171,8 @@ const SurfaceResult = z.object({
         butterflyFree: z.boolean(),
         method: z.string(),
         calibrationMs: num(),
+        referenceRmseVolPts: numOrNull().optional(),
+        repairCostVolPts: numOrNull().optional(),
       }).loose(),
     }),
   ),
@@ -528,6 +530,8 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   quotesUsed: 'Market quotes used by the fit (one out-of-the-money quote per strike).',
   butterflyFree: 'True when the fitted smile passes the butterfly (non-negative density) check.',
   method: 'How the fit was done (mode, weighting, penalties, robust loss).',
+  referenceRmseVolPts: "RMSE (vol points) of the same model's unconstrained fit of this expiry alone (before any arbitrage repair); null for sparse and kept-previous slices.",
+  repairCostVolPts: 'What the arbitrage repairs cost: rmseVolPts minus referenceRmseVolPts, vol points; null with it.',
   // ---- iVSummary
   volatilityListed: 'One entry per listed expiry (not sorted by expiry).',
   volatilityConstMat: 'One entry per constant maturity 1W, 2W, 1M, 2M, 3M, 6M, 9M.',

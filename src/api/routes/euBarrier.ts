@@ -67,6 +67,7 @@ export const euBarrierRoutes =
             F: p.forward,
             T: p.T,
             smile: p.vol,
+            smileSlope: p.volSlope,
             type: it.europeanBarrierOptionType,
             B: it.barrier,
             ...(digital ? {} : { K: it.strike!, barrierType: it.barrierType! }),

@@ -175,7 +175,11 @@
       }
       if (box.children[i] !== card) box.insertBefore(card, box.children[i]);
       card.querySelector('.name').textContent = `${fmtDate(sm.expirationTimestamp)} · ${(sm.T * 365).toFixed(1)} d`;
-      card.querySelector('.info').textContent = `F ${fmtPrice(sm.forward)} · RMSE ${sm.rmseVolPts.toFixed(2)} vp · ${sm.quotesUsed} q${sm.butterflyFree ? '' : ' · butterfly!'}`;
+      const ref = sm.referenceRmseVolPts == null ? '' : ` (ref ${sm.referenceRmseVolPts.toFixed(2)}, repair ${(sm.repairCostVolPts ?? 0).toFixed(2)})`;
+      const status = sm.status && sm.status !== 'fitted' ? ` · ${sm.status}` : '';
+      const warn = sm.warnings && sm.warnings.length ? ` · ⚠ ${sm.warnings.map((w) => w.replace(/^fit quality: /, '')).join('; ')}` : '';
+      card.querySelector('.info').textContent = `F ${fmtPrice(sm.forward)} · RMSE ${sm.rmseVolPts.toFixed(2)} vp${ref} · ${sm.quotesUsed} q${status}${sm.butterflyFree ? '' : ' · butterfly!'}${warn}`;
+      card.classList.toggle('warned', !!(sm.warnings && sm.warnings.length));
       const chart = chartIn(card.querySelector('.chart'));
       dash.charts.smiles[key] = chart;
       const marks = sm.quotes.map((q) => [q.strike, 100 * q.markIv]);

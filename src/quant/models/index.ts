@@ -1,0 +1,25 @@
+/**
+ * The model registry (issue 11 item 5): every served model by name, all behind {@link SmileModel}. Code that needs a
+ * model's smile, stored parameters, carry-forward rule, arbitrage check or wing rule asks here instead of branching
+ * on the name.
+ */
+import { sabrModel } from './sabr.js';
+import { sviModel } from './svi.js';
+import type { ModelName, SmileModel } from './types.js';
+import { vannaVolgaModel } from './vannaVolga.js';
+
+export type { ModelName, SmileModel } from './types.js';
+
+/** Every served model by name. */
+export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<any> } = {
+  SVI: sviModel,
+  SABR: sabrModel,
+  VANNA_VOLGA: vannaVolgaModel,
+};
+
+/** The module of `name`. @throws RangeError for an unknown name */
+export function modelOf(name: ModelName): SmileModel<unknown> {
+  const m = MODEL_REGISTRY[name];
+  if (!m) throw new RangeError(`unknown volatility model ${String(name)}`);
+  return m as SmileModel<unknown>;
+}

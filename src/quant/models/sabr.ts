@@ -1,0 +1,101 @@
+/**
+ * SABR as a served model: Hagan, Kumar, Lesniewski, Woodward, "Managing smile risk", Wilmott 2002, eq. (2.17a)-(2.17c)
+ * (src/quant/sabr.ts) between the wing junctions kWingL < 0 < kWingR, and beyond them total variance continued
+ * LINEARLY in k with the slope of the SABR smile at the junction (C1), the junction chosen where that outward slope lies
+ * in [0, 1.8] (our wing rule: the lognormal Hagan expansion grows faster than 2|k| far out, beyond Roger Lee's moment
+ * bound, R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical Finance 14(3), 2004).
+ * Fitted by src/quant/sabrCalibration.ts. Stored: alpha, beta, rho, nu, kWingL, kWingR (junctions optional in older
+ * documents: recomputed by {@link sabrWingJunctions}).
+ */
+import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '../sabr.js';
+import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
+import { need, type SmileModel } from './types.js';
+
+/** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
+export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
+/** Default half-width of the SABR core in ATM total standard deviations (the calibration's density-check grid). */
+export const SABR_CORE_STD = 4;
+
+/**
+ * Wing junctions of a SABR smile: start from the range its calibration checked for butterfly arbitrage,
+ * [min(kMin, -s^2/2 - 4s), max(kMax, -s^2/2 + 4s)] with s = sigma_ATM sqrt(T) (smileArbitrage.ts
+ * defaultDensityCheckStrikes; kMin/kMax the quoted range), and move each junction towards k = 0 (in 1 % steps
+ * of its distance) until the SABR total variance there is finite and its outward slope lies in
+ * [0, MAX_WING_SLOPE]. If no such point exists the junction stays at 2 % of the start and the wing slope is
+ * clamped (the density check of the served smile then decides).
+ * @throws RangeError on invalid SABR parameters or F, T not finite > 0
+ */
+export function sabrWingJunctions(p: SabrParams, F: number, T: number, kMin = 0, kMax = 0): { kWingL: number; kWingR: number } {
+  const bad = sabrParamViolations(p);
+  if (bad.length > 0) throw new RangeError(`invalid SABR parameters: ${bad.join('; ')}`);
+  if (!(F > 0 && T > 0 && Number.isFinite(F) && Number.isFinite(T))) throw new RangeError(`sabrWingJunctions: F and T must be finite > 0, got ${F}, ${T}`);
+  const core = sabrCore(p, F, T);
+  const atm = core(0);
+  const s = Number.isFinite(atm) && atm > 0 ? Math.sqrt(atm) : 0.5 * Math.sqrt(T);
+  const find = (start: number, dir: 1 | -1): number => {
+    for (let i = 0; i < 98; i++) {
+      const k = start * (1 - i / 100);
+      const h = 1e-5 * Math.max(1, Math.abs(k));
+      const slope = (core(k + h) - core(k - h)) / (2 * h);
+      const out = dir * slope;
+      if (Number.isFinite(core(k)) && out >= 0 && out <= MAX_WING_SLOPE) return k;
+    }
+    return start * 0.02;
+  };
+  const lo = Math.min(Number.isFinite(kMin) ? kMin : 0, -0.5 * s * s - SABR_CORE_STD * s);
+  const hi = Math.max(Number.isFinite(kMax) ? kMax : 0, -0.5 * s * s + SABR_CORE_STD * s);
+  return { kWingL: find(lo, -1), kWingR: find(hi, 1) };
+}
+
+/** SABR total variance (Hagan 2002), NaN outside the expansion's domain. */
+function sabrCore(p: SabrParams, F: number, T: number): (k: number) => number {
+  return (k) => {
+    const v = sabrImpliedVolUnchecked(p, F, F * Math.exp(k), T);
+    return v > 0 && Number.isFinite(v) ? v * v * T : Number.NaN;
+  };
+}
+
+/** The served SABR smile: Hagan between the junctions, linear C1 wings beyond (slope clamped to [0, MAX_WING_SLOPE]). */
+export function sabrServed(p: SabrParams, F: number, T: number, kWingL: number, kWingR: number): (k: number) => number {
+  const core = sabrCore(p, F, T);
+  const slopeAt = (k: number): number => {
+    const h = 1e-5 * Math.max(1, Math.abs(k));
+    return (core(k + h) - core(k - h)) / (2 * h);
+  };
+  const wL = core(kWingL);
+  const wR = core(kWingR);
+  const sL = Math.min(0, Math.max(-MAX_WING_SLOPE, slopeAt(kWingL) || 0));
+  const sR = Math.max(0, Math.min(MAX_WING_SLOPE, slopeAt(kWingR) || 0));
+  return (k) => (k < kWingL ? wL + sL * (k - kWingL) : k > kWingR ? wR + sR * (k - kWingR) : core(k));
+}
+
+
+/** Served SABR parameters: Hagan's four and the wing junctions (log-moneyness). */
+export interface SabrServedParams extends SabrParams {
+  readonly kWingL: number;
+  readonly kWingR: number;
+}
+
+export const sabrModel: SmileModel<SabrServedParams> = {
+  name: 'SABR',
+  parameterNames: ['alpha', 'beta', 'rho', 'nu', 'kWingL', 'kWingR'],
+  optionalParameterNames: ['kWingL', 'kWingR'],
+  fromRecord(r, T, forward) {
+    const p: SabrParams = { alpha: need('SABR', r, 'alpha'), beta: need('SABR', r, 'beta'), rho: need('SABR', r, 'rho'), nu: need('SABR', r, 'nu') };
+    const bad = sabrParamViolations(p);
+    if (bad.length > 0) throw new RangeError(`invalid SABR parameters: ${bad.join('; ')}`);
+    const j =
+      r.kWingL !== undefined && r.kWingR !== undefined
+        ? { kWingL: need('SABR', r, 'kWingL'), kWingR: need('SABR', r, 'kWingR') }
+        : sabrWingJunctions(p, forward, T); // older documents: default junctions
+    if (!(j.kWingL < 0 && j.kWingR > 0)) throw new RangeError(`invalid SABR wing junctions: kWingL ${j.kWingL} must be < 0 < kWingR ${j.kWingR}`);
+    return { ...p, ...j };
+  },
+  toRecord: (p) => ({ alpha: p.alpha, beta: p.beta, rho: p.rho, nu: p.nu, kWingL: p.kWingL, kWingR: p.kWingR }),
+  totalVariance: (p, T, F) => sabrServed(p, F, T, p.kWingL, p.kWingR),
+  // beta = 1: the smile is a function of k; only the small T-correction of eq. (2.17a) moves. Unchanged.
+  carryForward: (p) => ({ ...p }),
+  arbitrageCheck:
+    'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range (Hagan smile), and over 6 and the quoted range (served smile with its wings)',
+  wingRule: 'linear total variance beyond kWingL/kWingR with the C1 slope clamped to [0, 1.8] (Lee)',
+};

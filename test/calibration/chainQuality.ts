@@ -1,0 +1,220 @@
+/**
+ * Calibration quality of the SERVICE on a real recorded chain, measured against the independent reference fits
+ * of referenceFits.ts. Shared by test/calibration/referenceGap.test.ts and bench/calibrationQuality.ts.
+ *
+ * The service side is what GET /api/v1/global/data/surface serves: the replay file is normalized by the real
+ * Deribit normalizer into a chain view (adapters/deribit/normalize.ts, streams/chainState.ts), fitted by
+ * streams/calibrate.ts fitChain (every model, arbitrage repair, calendar envelope), and the served IV at each
+ * OTM quote is read from the model's served VolSurface (src/cache/modelSurface.ts buildModelSurface). The
+ * reference side fits the same slice quotes (k, mark IV) of the same expiry.
+ *
+ * Bid and ask IV of a quote: the exchange's (normalizer's) when present, else the Black-76 implied vol of the
+ * recorded best bid / best ask price (inverse option: price in BTC times the expiry forward; Deribit sends 0 or
+ * nothing when it does not print them).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
+import { REPLAY_FILES, loadReplayChain, type ChainSourceId } from '../../adapters/replay/chains.js';
+import type { FutureQuote, IndexPrice, OptionQuote } from '../../src/domain/events.js';
+import type { ExpirySlice, VolatilityModel } from '../../src/cache/snapshot.js';
+import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
+import { ChainState, type ChainView } from '../../streams/chainState.js';
+import { fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The real chains, and which are kept out of the tuning loop (hold-out: reported separately). */
+export const QUALITY_CHAINS: ReadonlyArray<{ id: ChainSourceId; label: string; holdOut: boolean }> = [
+  { id: 'maksm05', label: 'Deribit BTC 2026-05-26 19:27Z (878)', holdOut: false },
+  { id: 'pitspa', label: 'Deribit BTC 2026-05-26 18:30Z (878, hold-out)', holdOut: true },
+  { id: 'schepal', label: 'Deribit BTC 2020-05-14 05:41Z (310, hold-out)', holdOut: true },
+];
+
+/** A replay file as the chain view the calibration worker gets (real normalizer, real chain state). */
+export function replayChainView(id: ChainSourceId): ChainView {
+  const state = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
+  for (const l of readFileSync(ROOT + REPLAY_FILES[id], 'utf8').split('\n')) {
+    if (!l.trim()) continue;
+    const m = JSON.parse(l) as { params?: { data?: { timestamp?: number } } };
+    const r = normalizeDeribit(m, (m.params?.data?.timestamp ?? 0) / 1000);
+    if (!r.ok) continue;
+    for (const ev of r.events) {
+      if (ev.kind === 'option' || ev.kind === 'future' || ev.kind === 'index') state.apply(ev as OptionQuote | FutureQuote | IndexPrice);
+    }
+  }
+  return state.view();
+}
+
+/** One expiry of one model: the served fit against the marks and against the reference. */
+export interface ExpiryQuality {
+  readonly expirationTimestamp: number;
+  readonly T: number;
+  readonly quotes: number;
+  /** Served RMSE against the OTM marks, vol points. */
+  readonly servedRmse: number;
+  /** Reference RMSE (same model, unconstrained best fit), vol points; null for Vanna-Volga (no reference) or < 5 quotes. */
+  readonly referenceRmse: number | null;
+  /** Reference slice free of butterfly arbitrage (g >= 0) inside the quoted range (SVI only; null otherwise). */
+  readonly referenceButterflyFree: boolean | null;
+  /** Reference slice at or above the previous expiry's reference inside the quoted range (SVI only). */
+  readonly referenceCalendarFree: boolean | null;
+  /** Served IV inside [bid IV, ask IV]: quotes inside and quotes with both sides known (T > 2 days only). */
+  readonly inSpread: number;
+  readonly twoSided: number;
+  readonly status: string;
+  readonly warnings: number;
+  /** The service's own diagnostics of the reference gap and repair cost, when it reports them. */
+  readonly diagReferenceRmse: number | null;
+  readonly diagRepairCost: number | null;
+}
+
+/** All expiries of one chain, per model. */
+export interface ChainQuality {
+  readonly id: string;
+  readonly fit: ChainFit;
+  readonly byModel: Record<VolatilityModel, ExpiryQuality[]>;
+}
+
+const DAY_Y = 1 / 365;
+
+/** Measure the service against the references on one real chain (module docstring). */
+export function measureChain(id: ChainSourceId, sabrBeta = 1): ChainQuality {
+  const chain = loadReplayChain(ROOT + REPLAY_FILES[id]);
+  return measureView(id, replayChainView(id), new Map(chain.options.map((o) => [o.instrument, o])), sabrBeta);
+}
+
+/**
+ * Measure the service on any chain view (a replayed real chain, or the simulator's); `byInstrument` gives the
+ * recorded best bid/ask prices (BTC) for bid/ask IVs the view lacks (empty map: the view's own IVs only).
+ */
+export function measureView(
+  id: string,
+  view: ChainView,
+  byInstrument: ReadonlyMap<string, { bestBidPrice: number | null; bestAskPrice: number | null }>,
+  sabrBeta = 1,
+): ChainQuality {
+  const fit = fitChain(view, { sabrBeta });
+  const bidAsk = (s: ExpirySlice, q: ExpirySlice['quotes'][number]): [number | null, number | null] => {
+    const o = byInstrument.get(q.instrument);
+    const fromPrice = (p: number | null | undefined): number | null => {
+      if (p === null || p === undefined || !(p > 0)) return null;
+      try {
+        return impliedVolBlack76(p * s.forward, s.forward, q.strike, s.T, q.optionType);
+      } catch {
+        return null;
+      }
+    };
+    return [q.bidIv ?? fromPrice(o?.bestBidPrice), q.askIv ?? fromPrice(o?.bestAskPrice)];
+  };
+  const byModel = {} as Record<VolatilityModel, ExpiryQuality[]>;
+  // SVI references once per expiry (also used for the calendar check of neighbours).
+  const sviRefs = new Map<number, ReturnType<typeof referenceSvi>>();
+  for (const mf of fit.models) {
+    const surface = mf.slices.length > 0 ? buildModelSurface(mf.model, mf.slices) : null;
+    const rows: ExpiryQuality[] = [];
+    let prevRef: ReturnType<typeof referenceSvi> | null = null;
+    for (const s of mf.slices) {
+      const qs = s.quotes.map((q) => ({ k: q.k, iv: q.markIv }));
+      const served = s.quotes.map((q) => surface!.impliedVol(s.T, q.strike, s.forward));
+      const servedRmse = Math.sqrt(served.reduce((a, v, i) => a + (100 * (v - s.quotes[i]!.markIv)) ** 2, 0) / served.length);
+      let referenceRmse: number | null = null;
+      let bfly: boolean | null = null;
+      let cal: boolean | null = null;
+      if (qs.length >= 5 && mf.model === 'SVI') {
+        let ref = sviRefs.get(s.expirationTimestamp);
+        if (!ref) sviRefs.set(s.expirationTimestamp, (ref = referenceSvi(qs, s.T)));
+        referenceRmse = ref.rmseVolPts;
+        const kLo = Math.min(...qs.map((q) => q.k));
+        const kHi = Math.max(...qs.map((q) => q.k));
+        bfly = refSviMinG(ref.params, kLo, kHi) >= 0;
+        cal = true;
+        if (prevRef) {
+          for (let i = 0; i <= 400; i++) {
+            const k = kLo + ((kHi - kLo) * i) / 400;
+            if (refSviW(ref.params, k) < refSviW(prevRef.params, k) - 1e-12) cal = false;
+          }
+        }
+        prevRef = ref;
+      } else if (qs.length >= 4 && mf.model === 'SABR') {
+        referenceRmse = referenceSabr(qs, s.forward, s.T, sabrBeta).rmseVolPts;
+      }
+      let inSpread = 0;
+      let twoSided = 0;
+      if (s.T > 2 * DAY_Y) {
+        s.quotes.forEach((q, i) => {
+          const [b, a] = bidAsk(s, q);
+          if (b === null || a === null || !(a >= b)) return;
+          twoSided++;
+          if (served[i]! >= b - 1e-9 && served[i]! <= a + 1e-9) inSpread++;
+        });
+      }
+      const d = s.fit as typeof s.fit & { referenceRmseVolPts?: number | null; repairCostVolPts?: number | null };
+      rows.push({
+        expirationTimestamp: s.expirationTimestamp,
+        T: s.T,
+        quotes: qs.length,
+        servedRmse,
+        referenceRmse,
+        referenceButterflyFree: bfly,
+        referenceCalendarFree: cal,
+        inSpread,
+        twoSided,
+        status: s.fit.status ?? 'fitted',
+        warnings: s.fit.warnings?.length ?? 0,
+        diagReferenceRmse: d.referenceRmseVolPts ?? null,
+        diagRepairCost: d.repairCostVolPts ?? null,
+      });
+    }
+    byModel[mf.model] = rows;
+  }
+  return { id, fit, byModel };
+}
+
+export const median = (xs: readonly number[]): number => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const h = s.length >> 1;
+  return s.length % 2 ? s[h]! : (s[h - 1]! + s[h]!) / 2;
+};
+
+/** Per-expiry table of one chain (all models), for the test log and the benchmark. */
+export function qualityTable(q: ChainQuality): string {
+  const f = (x: number | null, d = 2): string => (x === null || !Number.isFinite(x) ? '   -' : x.toFixed(d).padStart(6));
+  const lines = [`${q.id}: expiry      T(d)   n | SVI served  ref   gap  bfly cal | SABR served  ref   gap | VV served | in-spread SVI SABR VV | status`];
+  const svi = q.byModel.SVI ?? [];
+  for (const r of svi) {
+    const sabr = q.byModel.SABR?.find((x) => x.expirationTimestamp === r.expirationTimestamp);
+    const vv = q.byModel.VANNA_VOLGA?.find((x) => x.expirationTimestamp === r.expirationTimestamp);
+    const share = (x: ExpiryQuality | undefined): string => (x && x.twoSided > 0 ? `${Math.round((100 * x.inSpread) / x.twoSided)}%`.padStart(5) : '    -');
+    lines.push(
+      `  ${new Date(r.expirationTimestamp * 1000).toISOString().slice(0, 10)} ${(r.T * 365).toFixed(2).padStart(7)} ${String(r.quotes).padStart(3)} |` +
+        ` ${f(r.servedRmse)} ${f(r.referenceRmse)} ${f(r.referenceRmse === null ? null : r.servedRmse - r.referenceRmse)}  ${r.referenceButterflyFree === null ? '-' : r.referenceButterflyFree ? 'y' : 'N'}    ${r.referenceCalendarFree === null ? '-' : r.referenceCalendarFree ? 'y' : 'N'}  |` +
+        ` ${f(sabr?.servedRmse ?? null)} ${f(sabr?.referenceRmse ?? null)} ${f(sabr && sabr.referenceRmse !== null ? sabr.servedRmse - sabr.referenceRmse : null)} |` +
+        ` ${f(vv?.servedRmse ?? null)} | ${share(r)} ${share(sabr)} ${share(vv)} | ${r.status}${r.warnings ? ` (${r.warnings} warn)` : ''}`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Chain summary per model: median/worst served RMSE, median/worst gap to the reference, in-spread share. */
+export function qualitySummary(q: ChainQuality): Array<{ model: VolatilityModel; medianRmse: number; maxRmse: number; medianGap: number; maxGap: number; inSpread: number; sparse: number; warned: number }> {
+  return (Object.keys(q.byModel) as VolatilityModel[]).map((model) => {
+    const rows = q.byModel[model];
+    const gaps = rows.filter((r) => r.referenceRmse !== null).map((r) => r.servedRmse - r.referenceRmse!);
+    const inS = rows.reduce((a, r) => a + r.inSpread, 0);
+    const two = rows.reduce((a, r) => a + r.twoSided, 0);
+    return {
+      model,
+      medianRmse: median(rows.map((r) => r.servedRmse)),
+      maxRmse: Math.max(...rows.map((r) => r.servedRmse)),
+      medianGap: median(gaps),
+      maxGap: gaps.length ? Math.max(...gaps) : Number.NaN,
+      inSpread: two > 0 ? inS / two : Number.NaN,
+      sparse: rows.filter((r) => r.status === 'sparse').length,
+      warned: rows.filter((r) => r.warnings > 0).length,
+    };
+  });
+}
