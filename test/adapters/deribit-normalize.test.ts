@@ -379,15 +379,15 @@ describe('bid/ask IV implied from the order price when Deribit prints 0 (real 87
       const q = one(normalizeDeribit(m, RECV), 'option') as OptionQuote;
       const T = (q.expirationTimestamp - d.timestamp / 1000) / (365 * 86400);
       for (const [iv, price, printed] of [
-        [q.bidIv, d['best_bid_price'], d.bid_iv],
-        [q.askIv, d['best_ask_price'], d.ask_iv],
+        [q.bidIv, d['best_bid_price'] as number, d.bid_iv],
+        [q.askIv, d['best_ask_price'] as number, d.ask_iv],
       ] as const) {
         if (printed > 0) continue;
         if (!(price > 0)) {
           expect(iv).toBeNull();
           continue;
         }
-        const usd = price * d['underlying_price'];
+        const usd = price * (d['underlying_price'] as number);
         const intrinsic = q.optionType === 'C' ? Math.max(q.forward - q.strike, 0) : Math.max(q.strike - q.forward, 0);
         if (usd <= intrinsic || usd >= (q.optionType === 'C' ? q.forward : q.strike)) {
           expect(iv, `${q.instrument} below intrinsic`).toBeNull();
