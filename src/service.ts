@@ -117,7 +117,19 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
-  const monitoring = new Monitoring({ cache, feeds, clock, events$, logger, publisher: () => kafka.publisher });
+  let replayFinished = false;
+  void replayDone?.then(() => {
+    replayFinished = true;
+  });
+  const monitoring = new Monitoring({
+    cache,
+    feeds,
+    clock,
+    events$,
+    logger,
+    publisher: () => kafka.publisher,
+    market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
+  });
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
   const history = surfaceHistoryFor(cache);
