@@ -31,7 +31,7 @@ export interface DashboardSelection {
   readonly model: VolatilityModel;
 }
 
-/** One market quote of a smile (the out-of-the-money quote used by the fit). */
+/** One market quote of a smile (the out-of-the-money quote used by the fit). IVs rounded to 1e-6 (drawing precision). */
 export interface SmileQuoteView {
   readonly strike: number;
   readonly optionType: 'C' | 'P';
@@ -353,11 +353,12 @@ function smiles(snap: SurfaceSnapshot, models: readonly SurfaceSnapshot[]): Smil
     const quotes = sl.quotes.map((q) => ({
       strike: q.strike,
       optionType: q.optionType,
-      markIv: q.markIv,
-      bidIv: q.bidIv,
-      askIv: q.askIv,
+      // drawing precision (light on the wire): IVs to 1e-6 (0.0001 vol point), deltas to 5 decimals
+      markIv: +q.markIv.toFixed(6),
+      bidIv: roundOrNull(q.bidIv, 6),
+      askIv: roundOrNull(q.askIv, 6),
       delta: roundOrNull(callDelta(sl.forward, q.strike, sl.T, q.markIv), 5),
-      modelIv: finiteOrNull(own.vol(q.strike)),
+      modelIv: roundOrNull(own.vol(q.strike), 6),
     }));
     let lo = sl.forward * 0.7;
     let hi = sl.forward * 1.4;
@@ -370,7 +371,7 @@ function smiles(snap: SurfaceSnapshot, models: readonly SurfaceSnapshot[]): Smil
       }
     }
     // even in log-strike, so both wings get points
-    const strikes = Array.from({ length: SMILE_GRID_POINTS }, (_, i) => lo * Math.exp((Math.log(hi / lo) * i) / (SMILE_GRID_POINTS - 1)));
+    const strikes = Array.from({ length: SMILE_GRID_POINTS }, (_, i) => +(lo * Math.exp((Math.log(hi / lo) * i) / (SMILE_GRID_POINTS - 1))).toPrecision(7));
     const fits: Partial<Record<VolatilityModel, number[]>> = {};
     const fitDeltas: Partial<Record<VolatilityModel, Array<number | null>>> = {};
     const diagnostics: Partial<Record<VolatilityModel, FitDiagnostics>> = {};

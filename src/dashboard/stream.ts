@@ -11,6 +11,8 @@
  *   the other expiries at most every `overviewEveryMs`: the small multiples and the heatmap refresh slower),
  *   the listed order of expiries, and new funding points only (appended by the page);
  * - `feeds`: the feed-status rows that changed (a row is the whole {@link FeedPanel} of one exchange).
+ * Smiles other than the focused one carry the selected model's fitted curve only (`fits`, `fitDeltas`): the
+ * overview cards and the heatmap draw that model; the other models' curves are for the focused smile.
  * Apply a patch with {@link applyPatch} (the page does the same in dashboard.js).
  */
 import type { DashboardState, FeedPanel, SmileView } from './state.js';
@@ -75,10 +77,11 @@ export class DashboardDiffer {
   next(state: DashboardState, nowMs: number, focus: number | null): StreamEvent | null {
     const sf = state.surface;
     const key = JSON.stringify([state.selection, sf ? sf.model : null, sf ? sf.models : null]);
+    const focusExpiry = sf ? (focus !== null && sf.smiles.some((s) => s.expirationTimestamp === focus) ? focus : defaultFocusExpiry(sf.smiles)) : null;
+    if (sf) state = { ...state, surface: { ...sf, smiles: sf.smiles.map((s) => (s.expirationTimestamp === focusExpiry ? s : selectedOnly(s, sf.model))) } };
     if (key !== this.structureKey) {
       this.structureKey = key;
       this.remember(state, nowMs);
-      const focusExpiry = sf ? (focus !== null && sf.smiles.some((s) => s.expirationTimestamp === focus) ? focus : defaultFocusExpiry(sf.smiles)) : null;
       return { event: 'state', data: JSON.stringify({ ...state, focusExpiry }) };
     }
     const patch: { -readonly [K in keyof DashboardPatch]: DashboardPatch[K] } = { generatedAt: state.generatedAt };
@@ -91,7 +94,8 @@ export class DashboardDiffer {
         changed = true;
       }
     }
-    if (sf) {
+    if (state.surface) {
+      const sf = state.surface;
       const out: Record<string, unknown> = {};
       for (const [k, v] of Object.entries(sf)) {
         if (k === 'smiles') continue;
@@ -108,7 +112,7 @@ export class DashboardDiffer {
         out['order'] = order;
         for (const e of [...this.smileJson.keys()]) if (!order.includes(e)) this.smileJson.delete(e);
       }
-      const focused = focus !== null && order.includes(focus) ? focus : defaultFocusExpiry(sf.smiles);
+      const focused = focusExpiry;
       const overview = nowMs - this.overviewAt >= this.overviewEveryMs;
       if (overview) this.overviewAt = nowMs;
       const smiles: SmileView[] = [];
@@ -166,6 +170,12 @@ export class DashboardDiffer {
     this.fundingLast = new Map(state.funding.map((f) => [f.instrumentId, f.points.length ? f.points[f.points.length - 1]!.timestamp : -Infinity]));
     for (const r of state.feeds) this.feedRows.set(r.source, JSON.stringify(r));
   }
+}
+
+/** A smile with the fitted curve of `model` only. */
+function selectedOnly(s: SmileView, model: string): SmileView {
+  const pick = <T>(r: Readonly<Partial<Record<string, T>>>): Partial<Record<string, T>> => (r[model] === undefined ? {} : { [model]: r[model] });
+  return { ...s, fits: pick(s.fits), fitDeltas: pick(s.fitDeltas) };
 }
 
 /** Maximum funding points the page keeps per instrument (as the full state sends). */
