@@ -8,11 +8,11 @@
  * - `patch`: the changes since the last event: top-level members whose value changed (`unavailable`,
  *   `market`, `options`, `forwardCurve`, `selection` never: that is a new `state`), the surface header and
  *   term structure when the surface changed, the smiles that changed (the focused expiry at every check,
- *   the other expiries at most every `overviewEveryMs`: the small multiples and the heatmap refresh slower),
+ *   the other expiries at most every `overviewEveryMs`, 10 s: the small multiples and the heatmap refresh slower),
  *   the listed order of expiries, and new funding points only (appended by the page);
  * - `feeds`: the feed-status rows that changed (a row is the whole {@link FeedPanel} of one exchange).
- * Smiles other than the focused one carry the selected model's fitted curve only (`fits`, `fitDeltas`): the
- * overview cards and the heatmap draw that model; the other models' curves are for the focused smile.
+ * Smiles carry the selected model's fitted curve only (`fits`, `fitDeltas`): the overview cards and the heatmap
+ * draw that model; the focused smile carries every model's curve when the tab asks for them (`others`).
  * Apply a patch with {@link applyPatch} (the page does the same in dashboard.js).
  */
 import type { DashboardState, FeedPanel, SmileView } from './state.js';
@@ -40,8 +40,10 @@ export interface DashboardPatch {
 
 /** Options of {@link DashboardDiffer}. */
 export interface DashboardDifferOptions {
-  /** Smiles other than the focused expiry are sent at most this often, ms. Default 5000. */
+  /** Smiles other than the focused expiry are sent at most this often, ms. Default 10 000. */
   readonly overviewEveryMs?: number;
+  /** Send every model's curve for the focused smile (the page's "other models"); default false. */
+  readonly others?: boolean;
 }
 
 /** The expiry to focus by default: the listed expiry nearest 30 days (a trader's usual first look), or null. */
@@ -57,6 +59,7 @@ export function defaultFocusExpiry(smiles: ReadonlyArray<{ expirationTimestamp: 
 /** Per-tab change tracker of the dashboard stream (module docstring). */
 export class DashboardDiffer {
   private readonly overviewEveryMs: number;
+  private readonly others: boolean;
   private structureKey: string | null = null;
   private top = new Map<string, string>();
   private header = new Map<string, string>();
@@ -67,7 +70,8 @@ export class DashboardDiffer {
   private feedRows = new Map<string, string>();
 
   constructor(opts: DashboardDifferOptions = {}) {
-    this.overviewEveryMs = opts.overviewEveryMs ?? 5000;
+    this.overviewEveryMs = opts.overviewEveryMs ?? 10_000;
+    this.others = opts.others ?? false;
   }
 
   /**
@@ -78,7 +82,7 @@ export class DashboardDiffer {
     const sf = state.surface;
     const key = JSON.stringify([state.selection, sf ? sf.model : null, sf ? sf.models : null]);
     const focusExpiry = sf ? (focus !== null && sf.smiles.some((s) => s.expirationTimestamp === focus) ? focus : defaultFocusExpiry(sf.smiles)) : null;
-    if (sf) state = { ...state, surface: { ...sf, smiles: sf.smiles.map((s) => (s.expirationTimestamp === focusExpiry ? s : selectedOnly(s, sf.model))) } };
+    if (sf) state = { ...state, surface: { ...sf, smiles: sf.smiles.map((s) => (this.others && s.expirationTimestamp === focusExpiry ? s : selectedOnly(s, sf.model))) } };
     if (key !== this.structureKey) {
       this.structureKey = key;
       this.remember(state, nowMs);

@@ -399,6 +399,8 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
     expect(s1.info).toContain('SABR RMSE');
     expect(s1.sel).toBe('SABR');
     await page.check('#show-others');
+    // the stream re-subscribes asking for the other models' curves of the focused smile
+    await page.waitForFunction(() => (window as any).dashboard.charts.smile.getOption().series.filter((s: any) => s.id.startsWith('fit-')).length === 3, null, { timeout: 15_000 });
     const s2 = await page.evaluate(() => (window as any).dashboard.charts.smile.getOption().series.filter((s: any) => s.id.startsWith('fit-')).map((s: any) => ({ id: s.id, w: s.lineStyle.width })));
     expect(s2.map((s: any) => s.id).sort()).toEqual(['fit-SABR', 'fit-SVI', 'fit-VANNA_VOLGA']);
     expect(s2.find((s: any) => s.id === 'fit-SABR').w).toBeGreaterThan(s2.find((s: any) => s.id === 'fit-SVI').w);
@@ -552,6 +554,8 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
     await svc.simulator!.close(); // the exchange goes away: every reconnect attempt is refused
     await page.waitForFunction(() => document.getElementById('live')!.dataset.kind === 'bad' && document.body.classList.contains('stale'), null, { timeout: 30_000 });
     await page.waitForFunction(() => /in \d+ s \(attempt \d+\)/.test(document.getElementById('countdown')!.textContent!), null, { timeout: 30_000 });
+    // the first retry comes within the first backoff (<= 1 s) and is refused
+    await page.waitForFunction(() => Number((document.querySelector('#feeds tr[data-source=DERIBIT] [data-field=reconnects]') as HTMLElement | null)?.dataset.attempts) >= 1, null, { timeout: 30_000 });
     const b = await badge(page);
     expect(b.text).toContain('DERIBIT feed down');
     const row = await page.evaluate(() => {

@@ -262,6 +262,14 @@ describe('the event stream sends changes only', () => {
     expect(p3.surface.smiles.map((s: any) => s.expirationTimestamp).sort()).toEqual(s2.surface!.smiles.filter((s) => s.expirationTimestamp !== full.focusExpiry).map((s) => s.expirationTimestamp).sort());
     const rebuilt = applyPatch(applyPatch(JSON.parse(e1.data), p2), p3);
     expect(JSON.parse(JSON.stringify({ ...rebuilt, focusExpiry: undefined, feeds: [] }))).toEqual(JSON.parse(JSON.stringify({ ...s2, feeds: [] })));
+    // smiles carry the selected model's curve only, unless the tab asks for the others (focused smile)
+    cache.putSurface(makeSurface({ observationTimestamp: clock.t, model: 'SABR', fits: [{}, {}, {}] }));
+    const s4 = stateAt(cache, 4);
+    expect(Object.keys(s4.surface!.smiles[1]!.fits)).toEqual(['SVI', 'SABR']);
+    const plain = JSON.parse(new DashboardDiffer().next(s4, 0, null)!.data);
+    expect(plain.surface.smiles.map((s: any) => Object.keys(s.fits))).toEqual([['SVI'], ['SVI'], ['SVI']]);
+    const others = JSON.parse(new DashboardDiffer({ others: true }).next(s4, 0, null)!.data);
+    expect(others.surface.smiles.map((s: any) => Object.keys(s.fits))).toEqual([['SVI'], ['SVI', 'SABR'], ['SVI']]);
   });
 
   it('funding points are appended, a new selection sends a full state, feed rows only when changed', () => {

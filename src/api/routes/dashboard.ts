@@ -4,7 +4,7 @@
  * (br or gzip as the browser asks, @fastify/compress, scoped to these routes); its state as JSON
  * (GET /dashboard/api/state), pushed live as Server-Sent Events (GET /dashboard/api/stream: a full `state`
  * at connection, then `patch`es with what changed and `feeds` rows, src/dashboard/stream.ts, checked every
- * `pushIntervalMs`; gzip-encoded with a flush after every event when the browser accepts gzip), and the
+ * `pushIntervalMs`: the focused expiry at every check, the others every 10 s; gzip-encoded with a flush after every event when the browser accepts gzip), and the
  * held 24 h history of one expiry or constant maturity (GET /dashboard/api/history).
  * SSE format: WHATWG HTML Living Standard, "Server-sent events" (event/data/retry fields, blank-line framed).
  * A bad selection is a 400 with the API's error body (the page shows its message and falls back).
@@ -42,6 +42,7 @@ type DashboardQuery = z.infer<typeof DashboardQuery>;
 /** Query of the stream: the selection and the expiry the tab looks at (sent at every check; others every 5 s). */
 export const DashboardStreamQuery = DashboardQuery.extend({
   expiry: z.coerce.number().int().positive().optional().describe('Focused expiry, Unix seconds (default: the listed expiry nearest 30 days)'),
+  others: z.enum(['0', '1']).optional().describe('1: the focused smile carries every model\'s fitted curve (default: the selected model only)'),
 });
 
 /** Query of the history series: the selection and one listed expiry or one constant maturity. */
@@ -64,10 +65,10 @@ export const dashboardRoutes =
     const streams = new Map<ServerResponse, () => void>();
 
     // Last built state per (selection, version): many viewers of one selection cost one build.
-    let memo: { key: string; state: DashboardState; json: string | null } | null = null;
+    let memo: { key: string; state: DashboardState } | null = null;
     const stateOf = (sel: DashboardSelection | null): DashboardState => {
       const key = selectionVersion(cache, sel);
-      if (memo?.key !== key) memo = { key, state: buildDashboardState(cache, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market()), json: null };
+      if (memo?.key !== key) memo = { key, state: buildDashboardState(cache, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market()) };
       return memo.state;
     };
     const select = (q: DashboardQuery): DashboardSelection | null => {
@@ -152,7 +153,7 @@ export const dashboardRoutes =
         };
         write('retry: 2000\n\n');
         streams.set(res, end);
-        const differ = new DashboardDiffer();
+        const differ = new DashboardDiffer({ others: q.others === '1' });
         const send = (event: string, data: string) => write(`event: ${event}\ndata: ${data}\n\n`);
         const tick = () => {
           try {

@@ -49,6 +49,7 @@
     const p = new URLSearchParams();
     for (const k of ['source', 'baseCurrency', 'quoteCurrency', 'volatilityModel']) if (query.get(k)) p.set(k, query.get(k));
     if (withFocus && dash.focus) p.set('expiry', String(dash.focus));
+    if (withFocus && dash.showOthers) p.set('others', '1');
     return p;
   }
 
@@ -1095,7 +1096,7 @@
     });
     $('show-others').addEventListener('change', (e) => {
       dash.showOthers = e.target.checked;
-      renderSmile();
+      connect(); // the stream sends the other models' curves of the focused smile on request
     });
     $('sel-compare').addEventListener('change', (e) => {
       dash.compare = e.target.value;
