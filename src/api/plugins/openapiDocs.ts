@@ -288,7 +288,12 @@ const DashboardStateResult = z.object({
   unavailable: z
     .object({ reason: z.string().describe('not-connected, warming-up or stale'), message: z.string().describe('The 503 message of the API') })
     .nullable().describe('Why the API answers 503 for the selection now (its reason and message), or null'),
-  market: z.object({ mode: z.enum(['live', 'simulated', 'replay', 'replica']), finished: z.boolean().optional() }).describe('How the service gets its data: replay = recorded, historical data'),
+  market: z
+    .object({
+      mode: z.enum(['live', 'simulated', 'replay', 'replica']).describe('live exchanges, embedded simulators, replayed recordings (historical data), or a Kafka replica'),
+      finished: z.boolean().optional().describe('Replay: the recording has been replayed to its end'),
+    })
+    .describe('How the service gets its data'),
   surface: z.record(z.string(), z.unknown()).nullable().describe('Smiles (market mark/bid/ask IVs, fitted curve of each model) and the ATM term structure with 25D/10D RR and BF; null before the first calibration'),
   forwardCurve: z.record(z.string(), z.unknown()).nullable().describe('Listed forward points with their annualized basis, and the constant maturities'),
   funding: z.array(z.record(z.string(), z.unknown())).describe('Funding history (oldest first, at most 240 points) of each perpetual of the pair'),
@@ -416,7 +421,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tags: ['monitoring'],
     description: 'The held 24 h history (one point per 5 min bucket, oldest first) of ATM vol and 25D/10D risk reversal and butterfly, for one listed expiry (`expiry`) or one constant maturity (`constMat`) of the selection.',
     response: z.object({
-      selection: z.object({ source: z.string(), baseCurrency: z.string(), quoteCurrency: z.string(), volatilityModel: z.string() }).nullable(),
+      selection: z.object({ source: z.string(), baseCurrency: z.string(), quoteCurrency: z.string(), volatilityModel: z.string() }).nullable().describe('The (source, pair, model) of the series; null while nothing is known yet'),
       points: z.array(z.object({ t: num().describe('Observation time, Unix seconds'), atmVol: num().nullable(), delta25Skew: num().nullable(), delta25Bfly: num().nullable(), delta10Skew: num().nullable(), delta10Bfly: num().nullable() })),
     }),
     errors: [400],
