@@ -73,7 +73,7 @@ async function openPage(browser: Browser, url: string, viewport: { width: number
 }
 
 const dashState = (page: Page) => page.evaluate(() => (window as any).dashboard.state);
-const badge = (page: Page) => page.evaluate(() => ({ text: document.getElementById('live')!.textContent, kind: document.getElementById('live')!.dataset.kind, countdown: document.getElementById('countdown')!.textContent, stale: document.body.classList.contains('stale') }));
+const badge = (page: Page) => page.evaluate(() => ({ text: document.getElementById('live')!.textContent, kind: document.getElementById('live')!.dataset.kind, countdown: document.getElementById('countdown')!.textContent, stale: document.body.classList.contains('data-stale') }));
 
 describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 150_000 }, () => {
   let svc: RunningService;
@@ -552,7 +552,7 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
 
   it('the Deribit feed down: stale badge with the reconnect countdown and attempts, greyed charts', async () => {
     await svc.simulator!.close(); // the exchange goes away: every reconnect attempt is refused
-    await page.waitForFunction(() => document.getElementById('live')!.dataset.kind === 'bad' && document.body.classList.contains('stale'), null, { timeout: 30_000 });
+    await page.waitForFunction(() => document.getElementById('live')!.dataset.kind === 'bad' && document.body.classList.contains('data-stale'), null, { timeout: 30_000 });
     await page.waitForFunction(() => /in \d+ s \(attempt \d+\)/.test(document.getElementById('countdown')!.textContent!), null, { timeout: 30_000 });
     // the first retry comes within the first backoff (<= 1 s) and is refused
     await page.waitForFunction(() => Number((document.querySelector('#feeds tr[data-source=DERIBIT] [data-field=reconnects]') as HTMLElement | null)?.dataset.attempts) >= 1, null, { timeout: 30_000 });

@@ -209,7 +209,7 @@
     } else if (!dash.connected) {
       kind = 'off';
       text = everOpened ? 'reconnecting' : 'connecting';
-      if (retryAt) count = `in ${Math.max(0, Math.ceil((retryAt - Date.now()) / 1000))} s`;
+      if (retryAt) count = `in ${Math.max(1, Math.ceil((retryAt - Date.now()) / 1000))} s`;
     } else if (s && s.market && s.market.mode === 'replay') {
       kind = 'replay';
       const t = s.surface ? s.surface.observationTimestamp : null;
@@ -217,7 +217,7 @@
     } else if (feed && !feed.connected) {
       kind = 'bad';
       text = `${feed.source} feed down · reconnecting`;
-      if (num(feed.nextAttemptInS)) count = `in ${Math.ceil(feed.nextAttemptInS)} s (attempt ${(feed.reconnectAttempts || 0) + 1})`;
+      if (num(feed.nextAttemptInS)) count = `in ${Math.max(1, Math.ceil(feed.nextAttemptInS))} s (attempt ${(feed.reconnectAttempts || 0) + 1})`;
     } else if (s && s.unavailable && s.unavailable.reason === 'stale') {
       kind = 'bad';
       text = 'stale';
@@ -238,7 +238,7 @@
     b.dataset.kind = kind;
     cd.textContent = count;
     const stale = kind === 'bad' || (kind === 'off' && everOpened && !dash.connected);
-    document.body.classList.toggle('stale', stale);
+    document.body.classList.toggle('data-stale', stale);
     if (prev.text !== text) b.setAttribute('title', text);
   }
   setInterval(() => {
@@ -614,7 +614,7 @@
           axisLabel: { fontSize: 10, hideOverlap: true, formatter: (v) => (axis === 'delta' ? deltaLabel(v) : axis === 'k' ? v.toFixed(2) : v >= 1000 ? `${v / 1000}k` : v) },
           splitLine: { show: false },
         },
-        yAxis: { type: 'value', min: Math.floor(ymin - pad), max: Math.ceil(ymax + pad), name: 'IV %', nameLocation: 'middle', nameGap: 30, axisLabel: { fontSize: 10 } },
+        yAxis: { type: 'value', min: Math.floor((ymin - pad) / 5) * 5, max: Math.ceil((ymax + pad) / 5) * 5, name: 'IV %', nameLocation: 'middle', nameGap: 30, axisLabel: { fontSize: 10 } },
         series: [
           { id: 'bidask', name: 'bid/ask', type: 'custom', renderItem: errorBar, data: bars, clip: true, z: 1, itemStyle: { color: '#8a99a8' }, encode: { x: 0, y: [1, 2] }, tooltip: { formatter: markTip } },
           {
@@ -686,9 +686,12 @@
       legend: legend(),
       tooltip: { trigger: 'axis', confine: true, valueFormatter: (v) => (num(v) ? v.toFixed(2) : v) },
       axisPointer: { link: [{ xAxisIndex: 'all' }] },
-      grid: [{ left: 48, right: 14, top: narrow() ? 46 : 30, height: '32%' }, { left: 48, right: 14, bottom: 26, height: '32%' }],
+      grid: [{ left: 58, right: 14, top: narrow() ? 46 : 30, height: '32%' }, { left: 58, right: 14, bottom: 26, height: '32%' }],
       xAxis: [{ type: 'time', gridIndex: 0, axisLabel: { show: false } }, { type: 'time', gridIndex: 1 }],
-      yAxis: [{ type: 'value', gridIndex: 0, scale: true, name: 'ATM %', nameGap: 6 }, { type: 'value', gridIndex: 1, scale: true, name: 'RR / BF vp', nameGap: 6 }],
+      yAxis: [
+        { type: 'value', gridIndex: 0, scale: true, name: 'ATM %', nameLocation: 'middle', nameGap: 40 },
+        { type: 'value', gridIndex: 1, scale: true, name: 'RR / BF vp', nameLocation: 'middle', nameGap: 40 },
+      ],
       series: [
         { ...line('ATM vol', (p) => p.atmVol, 0), lineStyle: { width: 2 } },
         line('25D RR', (p) => p.delta25Skew, 1),
@@ -803,9 +806,12 @@
       legend: legend(),
       tooltip: { trigger: 'axis', confine: true, valueFormatter: (v) => (num(v) ? v.toFixed(2) : v) },
       axisPointer: { link: [{ xAxisIndex: 'all' }] },
-      grid: [{ left: 48, right: 14, top: narrow() ? 46 : 30, height: '36%' }, { left: 48, right: 14, bottom: 28, height: '32%' }],
-      xAxis: [{ type: 'value', gridIndex: 0, scale: true, axisLabel: { show: false } }, { type: 'value', gridIndex: 1, scale: true, name: 'days', nameGap: 4 }],
-      yAxis: [{ type: 'value', gridIndex: 0, scale: true, name: 'ATM %', nameGap: 6 }, { type: 'value', gridIndex: 1, scale: true, name: 'RR / BF vp', nameGap: 6 }],
+      grid: [{ left: 58, right: 14, top: narrow() ? 46 : 34, height: '34%' }, { left: 58, right: 14, bottom: 40, height: '32%' }],
+      xAxis: [{ type: 'value', gridIndex: 0, scale: true, axisLabel: { show: false } }, { type: 'value', gridIndex: 1, scale: true, name: 'days to expiry', nameLocation: 'middle', nameGap: 22 }],
+      yAxis: [
+        { type: 'value', gridIndex: 0, scale: true, name: 'ATM %', nameLocation: 'middle', nameGap: 40 },
+        { type: 'value', gridIndex: 1, scale: true, name: 'RR / BF vp', nameLocation: 'middle', nameGap: 40 },
+      ],
       series: [
         { id: 'atm', name: 'ATM vol', type: 'line', data: term.map((p) => [days(p), +(100 * p.atmVol).toFixed(4)]), lineStyle: { width: 3 }, symbolSize: 5 },
         { id: 'cm', name: 'const. maturity', type: 'scatter', data: cmData(false), symbol: 'diamond', symbolSize: 9, label: { show: !narrow(), position: 'top', formatter: (p) => p.data.name, fontSize: 9 } },
