@@ -757,10 +757,10 @@
       const pad = Math.max(1, 0.12 * (ymax - ymin));
       chart.setOption({
         ...base(label),
-        grid: { left: 36, right: 8, top: 8, bottom: 22 },
+        grid: { left: narrow() ? 28 : 36, right: 8, top: 8, bottom: 22 },
         tooltip: { trigger: 'item', confine: true, transitionDuration: 0 },
-        xAxis: { type: 'value', scale: true, axisLabel: { fontSize: 9, hideOverlap: true, formatter: (v) => (v >= 1000 ? `${v / 1000}k` : v) }, splitLine: { show: false } },
-        yAxis: { type: 'value', min: Math.floor(ymin - pad), max: Math.ceil(ymax + pad), axisLabel: { fontSize: 9 } },
+        xAxis: { type: 'value', scale: true, axisLabel: { fontSize: 9, hideOverlap: true, formatter: (v) => (v >= 1000 ? `${v / 1000}k` : v) }, splitLine: { show: false }, splitNumber: narrow() ? 3 : 5 },
+        yAxis: { type: 'value', min: Math.floor((ymin - pad) / 5) * 5, max: Math.ceil((ymax + pad) / 5) * 5, axisLabel: { fontSize: 9 } },
         series: [
           { id: 'bidask', name: 'bid/ask', type: 'custom', renderItem: errorBar, data: bars, clip: true, z: 1, itemStyle: { color: '#8a99a8' }, tooltip: { formatter: (p) => `${fmtStrike(p.value[0])}: bid ${p.value[1].toFixed(2)} % · ask ${p.value[2].toFixed(2)} %` } },
           {
