@@ -165,6 +165,10 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
+  let replayFinished = false;
+  void replayDone?.then(() => {
+    replayFinished = true;
+  });
   const monitoring = new Monitoring({
     cache,
     feeds,
@@ -174,6 +178,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     events$,
     logger,
     publisher: () => kafka.publisher,
+    market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
   });
   const seenPairs = new Set<string>();
   const pool = new CalibrationPool({ sabrBeta: config.SABR_BETA }, config.CALIBRATION_WORKERS > 0 ? config.CALIBRATION_WORKERS : defaultPoolSize());

@@ -240,6 +240,7 @@ export class BybitFeed implements MarketFeed {
     return this.out.stats(
       this.statusConnected,
       this.conns().reduce((n, c) => n + c.transport.reconnects, 0),
+      this.conns().map((c) => c.transport),
     );
   }
 

@@ -209,7 +209,7 @@ export class DeribitFeed implements MarketFeed {
 
   /** Live counters (src/domain/feeds.ts FeedStats). */
   stats(): FeedStats {
-    return this.out.stats(this.statusConnected, this.transport.reconnects);
+    return this.out.stats(this.statusConnected, this.transport.reconnects, [this.transport]);
   }
 
   /** Channels confirmed by the server on the current socket (diagnostics). */

@@ -11,6 +11,12 @@
  * Decisions (documented in adapters/deribit/README.md):
  * - zero means missing: `bid_iv`/`ask_iv` <= 0 or null -> null, and also null when the matching
  *   `best_bid_price`/`best_ask_price` is 0 (no order on that side);
+ * - but Deribit also prints `bid_iv = ask_iv = 0` next to a real order (seen on the recorded 878-option BTC
+ *   chain of 2026-05-26: 790 options with a bid price and zero IVs). Then the side's IV is implied from
+ *   its price ({@link ivFromPrice}): Black-76 on `underlying_price` with r = 0 (decisions.md), T = (expiry -
+ *   ticker time) ACT/365, the price in quote currency (coin price x underlying_price for inverse options,
+ *   decisions.md "Inverse option value"); null when the price has no IV (at or below intrinsic value, at
+ *   or above the upper bound);
  * - a ticker whose `state` is not `open` (closed, settlement, delivered, inactive, locked, halted,
  *   archivized), or whose timestamp is at/after its expiry, is dropped as `closed-instrument`:
  *   its marks are frozen or settlement values, not a live market;
@@ -38,6 +44,7 @@ import {
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
+import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { parseInstrumentName, pairOfIndexName, type DeribitInstrument } from './instruments.js';
 import { StringMemo } from '../shared/fastFields.js';
 
@@ -91,6 +98,29 @@ function ivSide(ivPct: number | null | undefined, bestPrice: number | null | und
   return ivPct / 100;
 }
 
+/**
+ * IV (fraction) implied by an order price when Deribit prints a zero IV next to it (module docstring):
+ * Black-76 with r = 0 (src/quant/impliedVol.ts, Jaeckel 2015) on the expiry's forward `F` (underlying_price).
+ * @param price best bid or ask as printed: coin for inverse options, USDC for linear ones
+ * @param T years ACT/365 to expiry
+ * @returns null when there is no price (<= 0) or no volatility gives it (at or below intrinsic value, at or
+ *   above the upper bound), or the implied vol is 0
+ */
+export function ivFromPrice(price: number | null | undefined, inverse: boolean, F: number, K: number, T: number, optionType: 'C' | 'P'): number | null {
+  if (!pos(price) || !(T > 0)) return null;
+  const quotePrice = inverse ? price * F : price;
+  const intrinsic = optionType === 'C' ? Math.max(F - K, 0) : Math.max(K - F, 0);
+  if (quotePrice <= intrinsic) return null;
+  try {
+    const iv = impliedVolBlack76(quotePrice, F, K, T, optionType);
+    return iv > 0 && Number.isFinite(iv) ? iv : null;
+  } catch {
+    return null;
+  }
+}
+
+const SECONDS_PER_YEAR = 365 * 86400;
+
 function normalizeOptionTicker(inst: DeribitInstrument, data: unknown, receivedAtS: number): NormalizeResult {
   const parsed = OptionTickerSchema.safeParse(data);
   if (!parsed.success) return drop(DropKinds.badTicker, `${inst.name}: ${zodDetail(parsed.error)}`);
@@ -109,6 +139,12 @@ function normalizeOptionTicker(inst: DeribitInstrument, data: unknown, receivedA
       ? { delta: g.delta, gamma: g.gamma, vega: g.vega, theta: g.theta }
       : { delta: g.delta, gamma: g.gamma, vega: g.vega, theta: g.theta, rho: g.rho }
     : null;
+  const K = inst.strike as number;
+  const optionType = inst.optionType as 'C' | 'P';
+  const T = (expiry - timestamp) / SECONDS_PER_YEAR;
+  // a zero IV next to a real order: implied from the price (module docstring)
+  const side = (ivPct: number | null | undefined, price: number | null | undefined): number | null =>
+    ivSide(ivPct, price) ?? (pos(price) && !pos(ivPct) ? ivFromPrice(price, inst.inverse, d.underlying_price, K, T, optionType) : null);
   const ev: MarketEvent = {
     kind: 'option',
     source: SOURCE,
@@ -120,8 +156,8 @@ function normalizeOptionTicker(inst: DeribitInstrument, data: unknown, receivedA
     optionType: inst.optionType as 'C' | 'P',
     inverse: inst.inverse,
     markIv: d.mark_iv / 100,
-    bidIv: ivSide(d.bid_iv, d.best_bid_price),
-    askIv: ivSide(d.ask_iv, d.best_ask_price),
+    bidIv: side(d.bid_iv, d.best_bid_price),
+    askIv: side(d.ask_iv, d.best_ask_price),
     markPriceNative: d.mark_price >= 0 ? d.mark_price : null,
     forward: d.underlying_price,
     indexPrice: d.index_price,

@@ -232,7 +232,7 @@ export class OkxFeed implements MarketFeed {
 
   /** Live counters (src/domain/feeds.ts FeedStats). */
   stats(): FeedStats {
-    return this.out.stats(this.statusConnected, this.transport.reconnects);
+    return this.out.stats(this.statusConnected, this.transport.reconnects, [this.transport]);
   }
 
   /** Diagnostics: subscription keys (`channel|id`) sent and acknowledged on the current socket, pings and pongs, requests in the last hour. */

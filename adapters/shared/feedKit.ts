@@ -113,8 +113,9 @@ export class FeedOutput {
     return true;
   }
 
-  /** The feed's {@link FeedStats} with its connection state and reconnect count. */
-  stats(connected: boolean, reconnects: number): FeedStats {
+  /** The feed's {@link FeedStats} with its connection state, reconnect count and (given its transports) reconnect attempts and next attempt time. */
+  stats(connected: boolean, reconnects: number, transports: ReadonlyArray<{ readonly reconnectAttempts: number; readonly nextAttemptAtMs: number | null }> = []): FeedStats {
+    const next = transports.map((t) => t.nextAttemptAtMs).filter((t): t is number => t !== null);
     return {
       source: this.source,
       connected,
@@ -122,6 +123,9 @@ export class FeedOutput {
       dropped: this.drops.snapshot(),
       reconnects,
       lastMessageAt: this.lastMessageAt,
+      ...(transports.length > 0
+        ? { reconnectAttempts: transports.reduce((n, t) => n + t.reconnectAttempts, 0), nextAttemptAt: next.length ? Math.min(...next) / 1000 : null }
+        : {}),
     };
   }
 

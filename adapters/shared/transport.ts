@@ -158,6 +158,8 @@ export class ReconnectingTransport {
   private failures = 0;
   private opens = 0;
   private reconnectCount = 0;
+  private attemptCount = 0;
+  private nextAttemptMs: number | null = null;
   private gotMessage = false;
   private lastTrafficMs = 0;
   private retryAfterMs: number | null = null;
@@ -187,6 +189,16 @@ export class ReconnectingTransport {
   /** Completed reconnections since start (opens after the first). */
   get reconnects(): number {
     return this.reconnectCount;
+  }
+
+  /** Connection attempts after the first since start, successful or not (a feed down shows them climbing). */
+  get reconnectAttempts(): number {
+    return this.attemptCount;
+  }
+
+  /** Wall-clock ms (timers.now) of the next scheduled connection attempt while closed; null otherwise. */
+  get nextAttemptAtMs(): number | null {
+    return this.nextAttemptMs;
   }
 
   /** Client heartbeat frames sent since start (see {@link TransportHeartbeat}). */
@@ -260,6 +272,8 @@ export class ReconnectingTransport {
   private connect(): void {
     if (this.stopped) return;
     this.reconnectTimer = undefined;
+    this.nextAttemptMs = null;
+    if (this.started && (this.opens > 0 || this.failures > 0)) this.attemptCount += 1;
     this.gotMessage = false;
     this.retryAfterMs = null;
     this.closeReason = undefined;
@@ -338,6 +352,7 @@ export class ReconnectingTransport {
     if (this.retryAfterMs !== null) delay = Math.max(delay, this.retryAfterMs);
     const reason = this.closeReason ?? 'closed';
     this.logger?.warn({ transport: this.name, reason, retryInMs: Math.round(delay), attempt: this.failures }, 'websocket closed; reconnecting');
+    this.nextAttemptMs = this.timers.now() + delay;
     this.setState({ state: 'closed', reason, retryInMs: delay });
     this.reconnectTimer = this.timers.setTimeout(() => this.connect(), delay);
   }

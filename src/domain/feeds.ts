@@ -33,6 +33,10 @@ export interface FeedStats {
   readonly reconnects: number;
   /** Wall-clock Unix seconds of the last message received; null before the first. */
   readonly lastMessageAt: number | null;
+  /** Connection attempts after the first (successful or not), summed over the feed's sockets; absent for feeds without a socket (replay). */
+  readonly reconnectAttempts?: number;
+  /** Wall-clock Unix seconds of the next scheduled connection attempt while disconnected; null when none is scheduled. */
+  readonly nextAttemptAt?: number | null;
 }
 
 /**

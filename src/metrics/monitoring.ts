@@ -10,7 +10,7 @@ import type { MarketCache } from '../cache/marketCache.js';
 import type { Clock } from '../domain/clock.js';
 import type { MarketEvent } from '../domain/events.js';
 import type { CalibrationResult } from '../../streams/calibrate.js';
-import { feedPanel, type FeedPanel } from '../dashboard/state.js';
+import { feedPanel, type FeedPanel, type MarketMode } from '../dashboard/state.js';
 import { FeedRates } from './feedRates.js';
 import { ServiceMetrics, type PublisherLike } from './serviceMetrics.js';
 import { attachStartupLog, logFeedsStarting, type StartupLog, type StartupLogger } from './startupLog.js';
@@ -31,6 +31,8 @@ export interface MonitoringOptions {
   readonly defaultMetrics?: boolean;
   /** Wall clock, Unix seconds (tests). */
   readonly wallNowS?: () => number;
+  /** How the service gets its data (the dashboard's status badge); default live. */
+  readonly market?: () => MarketMode;
 }
 
 export class Monitoring {
@@ -63,6 +65,11 @@ export class Monitoring {
   /** The dashboard's feed-status panel now. */
   feedPanel(): FeedPanel[] {
     return feedPanel(this.cache, this.feedStats(), this.feedRates, this.wallNowS());
+  }
+
+  /** How the service gets its data now (live, simulated, replay, replica). */
+  market(): MarketMode {
+    return this.opts.market?.() ?? { mode: 'live' };
   }
 
   /** Wall-clock Unix seconds now. */

@@ -6,7 +6,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MarketEventSchema, type FutureQuote, type MarketEvent, type OptionQuote } from '../../src/domain/events.js';
-import { DropKinds, normalizeDeribit, normalizeFundingHistory, normalizeInstrumentList } from '../../adapters/deribit/normalize.js';
+import { DropKinds, ivFromPrice, normalizeDeribit, normalizeFundingHistory, normalizeInstrumentList } from '../../adapters/deribit/normalize.js';
+import { refBlack76 } from '../simulator/helpers.js';
 import type { NormalizeResult } from '../../src/domain/feeds.js';
 
 const fixture = (name: string): unknown[] =>
@@ -346,5 +347,76 @@ describe('malformed and unknown messages are counted, never thrown', () => {
 
   it('a non-finite receive time is refused', () => {
     expect(normalizeDeribit(ticker, Number.NaN)).toMatchObject({ ok: false, kind: DropKinds.malformed });
+  });
+});
+
+describe('bid/ask IV implied from the order price when Deribit prints 0 (real 878-option BTC chain, 2026-05-26)', () => {
+  const lines = readFileSync(new URL('../../data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', import.meta.url), 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"ticker.'))
+    .map((l) => JSON.parse(l) as RawTicker);
+
+  /** Independent reference: undiscounted Black-76 (Black 1976, r = 0) on @stdlib's normal CDF, inverted by bisection. */
+  function refIv(price: number, F: number, K: number, T: number, type: 'C' | 'P'): number {
+    const black = (s: number) => refBlack76(type === 'C' ? 'call' : 'put', F, K, T, s);
+    let lo = 1e-6;
+    let hi = 20;
+    for (let i = 0; i < 200; i++) {
+      const mid = (lo + hi) / 2;
+      if (black(mid) < price) lo = mid;
+      else hi = mid;
+    }
+    return (lo + hi) / 2;
+  }
+
+  it('fills bid and ask IVs from best_bid_price / best_ask_price (coin x underlying_price) and matches Black-76 inversions', () => {
+    let bids = 0;
+    let asks = 0;
+    let noIv = 0;
+    const zeroWithBid = lines.filter((m) => m.params.data.bid_iv === 0 && (m.params.data['best_bid_price'] as number) > 0).length;
+    for (const m of lines) {
+      const d = m.params.data as RawTicker['params']['data'] & Record<string, number>;
+      const q = one(normalizeDeribit(m, RECV), 'option') as OptionQuote;
+      const T = (q.expirationTimestamp - d.timestamp / 1000) / (365 * 86400);
+      for (const [iv, price, printed] of [
+        [q.bidIv, d['best_bid_price'] as number, d.bid_iv],
+        [q.askIv, d['best_ask_price'] as number, d.ask_iv],
+      ] as const) {
+        if (printed > 0) continue;
+        if (!(price > 0)) {
+          expect(iv).toBeNull();
+          continue;
+        }
+        const usd = price * (d['underlying_price'] as number);
+        const intrinsic = q.optionType === 'C' ? Math.max(q.forward - q.strike, 0) : Math.max(q.strike - q.forward, 0);
+        if (usd <= intrinsic || usd >= (q.optionType === 'C' ? q.forward : q.strike)) {
+          expect(iv, `${q.instrument} below intrinsic`).toBeNull();
+          noIv++;
+          continue;
+        }
+        const ref = refIv(usd, q.forward, q.strike, T, q.optionType);
+        expect(iv, q.instrument).not.toBeNull();
+        expect(Math.abs(iv! - ref), `${q.instrument} ${price}`).toBeLessThan(1e-7);
+        if (iv === q.bidIv) bids++;
+        else asks++;
+      }
+      if (q.bidIv !== null && q.askIv !== null) expect(q.bidIv, q.instrument).toBeLessThanOrEqual(q.askIv + 1e-12);
+    }
+    expect(lines).toHaveLength(878);
+    expect(zeroWithBid).toBe(790);
+    // most bids have an IV now (deep in-the-money bids below intrinsic value have none)
+    expect(bids).toBeGreaterThan(500);
+    expect(asks).toBeGreaterThan(500);
+    expect(noIv).toBeGreaterThan(0);
+  });
+
+  it('a bid at or below intrinsic value, or no order, gives no IV', () => {
+    const raw = lines.find((m) => m.params.channel === 'ticker.BTC-27MAY26-66000-C.100ms')!;
+    const q = one(normalizeDeribit(raw, RECV), 'option') as OptionQuote;
+    // 0.103 BTC x 75797.57 = 7807 USD < intrinsic 9797.57 USD
+    expect(q.bidIv).toBeNull();
+    expect(q.askIv).toBeGreaterThan(0);
+    expect(ivFromPrice(0, true, 75797.57, 66000, 0.01, 'C')).toBeNull();
+    expect(ivFromPrice(0.0001, false, 100, 100, 0, 'C')).toBeNull();
   });
 });

@@ -111,6 +111,11 @@ describe('ReconnectingTransport on 127.0.0.1', () => {
     expect(closedDelays(states)).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]);
     expect(states.filter((s) => s.state === 'connecting').map((s) => s.attempt)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     expect(t.reconnects).toBe(0);
+    // attempts after the first are counted even though none succeeded (the dashboard shows them climbing)
+    expect(t.reconnectAttempts).toBe(8);
+    await until(() => closedDelays(states).length === 9);
+    // the next attempt is scheduled 30 s after the ninth failure, on the transport's clock
+    expect(t.nextAttemptAtMs).toBe(timers.now() + 30000);
   });
 
   it('applies the jitter factor from the injected random source', async () => {

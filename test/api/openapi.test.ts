@@ -38,6 +38,7 @@ const OTHER_ENDPOINTS: Array<[string, string]> = [
   ['get', '/metrics'],
   ['get', '/dashboard/api/state'],
   ['get', '/dashboard/api/stream'],
+  ['get', '/dashboard/api/history'],
 ];
 
 let app: FastifyInstance;

@@ -290,6 +290,12 @@ const DashboardStateResult = z.object({
   unavailable: z
     .object({ reason: z.string().describe('not-connected, warming-up or stale'), message: z.string().describe('The 503 message of the API') })
     .nullable().describe('Why the API answers 503 for the selection now (its reason and message), or null'),
+  market: z
+    .object({
+      mode: z.enum(['live', 'simulated', 'replay', 'replica']).describe('live exchanges, embedded simulators, replayed recordings (historical data), or a Kafka replica'),
+      finished: z.boolean().optional().describe('Replay: the recording has been replayed to its end'),
+    })
+    .describe('How the service gets its data'),
   surface: z.record(z.string(), z.unknown()).nullable().describe('Smiles (market mark/bid/ask IVs, fitted curve of each model) and the ATM term structure with 25D/10D RR and BF; null before the first calibration'),
   forwardCurve: z.record(z.string(), z.unknown()).nullable().describe('Listed forward points with their annualized basis, and the constant maturities'),
   funding: z.array(z.record(z.string(), z.unknown())).describe('Funding history (oldest first, at most 240 points) of each perpetual of the pair'),
@@ -402,16 +408,25 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   'GET /dashboard/api/state': {
     tags: ['monitoring'],
     description:
-      'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs, the fitted curve of every model held), ATM term structure with 25D/10D risk reversals and butterflies, forward curve, funding history and feed status. Missing query fields default to the first pair held. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login).',
+      'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs with call deltas, the fitted curve and fit diagnostics of every model held), ATM term structure with 25D/10D risk reversals and butterflies and their 24 h changes, constant maturities, forward curve, funding history (with periods per year) and feed status. Missing query fields default to the first expected pair (DERIBIT BTC/USD) and SVI. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login).',
     response: DashboardStateResult,
     errors: [400, 401],
   },
   'GET /dashboard/api/stream': {
     tags: ['monitoring'],
     description:
-      'Server-Sent Events (text/event-stream) of the same state: an `state` event at connection and whenever the surface, forward curve or funding of the selection changes (at most once per second), and a `feeds` event every second with the feed-status panel. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login); a stream opened with a session is closed when the session expires or logs out.',
+      'Server-Sent Events (text/event-stream, gzip when accepted) of the same state: a `state` event (the full state and `focusExpiry`) at connection and when the selection or the models held change, then `patch` events with what changed (the focused expiry at every check, other smiles at most every 5 s, new funding points), and `feeds` events with the feed rows that changed. Checked every second. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login); a stream opened with a session is closed when the session expires or logs out.',
     responseContentType: 'text/event-stream',
     errors: [400, 401],
+  },
+  'GET /dashboard/api/history': {
+    tags: ['monitoring'],
+    description: 'The held 24 h history (one point per 5 min bucket, oldest first) of ATM vol and 25D/10D risk reversal and butterfly, for one listed expiry (`expiry`) or one constant maturity (`constMat`) of the selection.',
+    response: z.object({
+      selection: z.object({ source: z.string(), baseCurrency: z.string(), quoteCurrency: z.string(), volatilityModel: z.string() }).nullable().describe('The (source, pair, model) of the series; null while nothing is known yet'),
+      points: z.array(z.object({ t: num().describe('Observation time, Unix seconds'), atmVol: num().nullable(), delta25Skew: num().nullable(), delta25Bfly: num().nullable(), delta10Skew: num().nullable(), delta10Bfly: num().nullable() })),
+    }),
+    errors: [400],
   },
 };
 
