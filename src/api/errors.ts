@@ -75,15 +75,19 @@ export function installErrorHandling(app: FastifyInstance): void {
     const message = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json' : err.message;
     return reply.status(status).send(errorBody(status, message));
   });
-  app.setNotFoundHandler((req, reply) => {
+  // 405 before anything reads the body: fastify's own body handling would otherwise answer a QUERY without
+  // Content-Type with its 400 first (RFC 10008), on the not-found route too
+  app.addHook('onRequest', async (req, reply) => {
+    if (!req.is404) return;
     const path = req.url.split('?')[0] ?? '/';
     const allowed = declaredMethods(app, path);
-    if (allowed.length > 0) {
-      // RFC 9110 section 15.5.6: 405 on a path that exists, with Allow listing the methods it has
-      reply.header('allow', allowed.join(', '));
-      return reply.status(405).send(errorBody(405, `method ${req.method} not allowed on ${path} (allowed: ${allowed.join(', ')})`));
-    }
-    return reply.status(404).send(errorBody(404, `route ${req.method} ${path} not found`));
+    if (allowed.length === 0) return;
+    // RFC 9110 section 15.5.6: 405 on a path that exists, with Allow listing the methods it has
+    reply.header('allow', allowed.join(', '));
+    return reply.status(405).send(errorBody(405, `method ${req.method} not allowed on ${path} (allowed: ${allowed.join(', ')})`));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    reply.status(404).send(errorBody(404, `route ${req.method} ${req.url.split('?')[0]} not found`));
   });
 }
 

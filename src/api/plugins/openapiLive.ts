@@ -297,6 +297,10 @@ function constrainItems(key: string, item: Json | undefined, cache: MarketCache,
     case 'POST /api/v1/global/scenarios/riskScenarios':
     case 'POST /api/v1/global/scenarios/volRangeRiskScenarios':
     case 'POST /api/v1/global/scenarios/advancedRiskScenarios':
+      if (key.endsWith('advancedRiskScenarios') && item.properties.priceMethod) {
+        // zod's z.undefined() has no JSON Schema: state that the field must be absent
+        item.properties.priceMethod = { not: {}, description: "Not a field of advancedRiskScenarios: must be absent (each instrument is valued with its source's own method)." };
+      }
       allOf.push({ anyOf: pairBranches(cache, served, { inverse: true, prices: ['strike'] }) });
       allOf.push({
         oneOf: [
