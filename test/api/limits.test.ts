@@ -216,7 +216,7 @@ describe('the live OpenAPI document', () => {
     const v = doc.paths[VANILLA].post.requestBody.content['application/json'].schema.items;
     const types = v.allOf.find((x: Json) => x.oneOf).oneOf;
     expect(types[0]).toMatchObject({ required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: ['CALL', 'PUT'] } } });
-    expect(v.allOf[0].anyOf[0].properties.inverse).toEqual({ enum: [true] }); // DERIBIT BTC/USD is inverse
+    expect(v.allOf[0].anyOf[0].properties.inverse.enum).toEqual([true]); // DERIBIT BTC/USD is inverse
     const b = doc.paths[BARRIER].post.requestBody.content['application/json'].schema.items;
     expect(b.properties.volatilityModel.enum).toEqual(['SVI']);
     expect(b.allOf[0].anyOf.map((x: Json) => x.properties.source.enum)).toEqual([['DERIBIT', 'XCHG_A']]);

@@ -76,13 +76,14 @@ function servedPairs(cache: MarketCache): Array<{ source: Source; pair: Pair }> 
 function pairBranches(cache: MarketCache, pairs: ReadonlyArray<{ source: Source; pair: Pair }>, fields: { inverse?: boolean; prices: readonly string[] }): Json[] {
   return pairs.map(({ source, pair }) => {
     const props: Json = {
-      source: { enum: aliases(source) },
-      baseCurrency: { enum: [pair.base] },
-      quoteCurrency: { enum: [pair.quote] },
+      source: { enum: aliases(source), description: `${source} or its alias` },
+      baseCurrency: { enum: [pair.base], description: `${pair.base}: a pair ${source} lists` },
+      quoteCurrency: { enum: [pair.quote], description: `${pair.quote}: a pair ${source} lists` },
     };
-    if (fields.inverse) props.inverse = { enum: [optionsAreInverse(source, pair)] };
+    const inverse = optionsAreInverse(source, pair);
+    if (fields.inverse) props.inverse = { enum: [inverse], description: `${inverse} for ${source} ${pair.base}/${pair.quote} (${inverse ? 'coin-settled' : 'linear'})` };
     const range = priceRange(cache, source, pair);
-    if (range) for (const f of fields.prices) props[f] = { ...range };
+    if (range) for (const f of fields.prices) props[f] = { ...range, description: `Within ${MONEYNESS_FACTOR}x of the forward at every expiry of the window` };
     return {
       description: `${source} ${pair.base}/${pair.quote}${range ? `: ${fields.prices.join(' and ')} from ${range.minimum} to ${range.maximum} (within ${MONEYNESS_FACTOR}x of the forward at every expiry of the window)` : ''}`,
       properties: props,
@@ -271,8 +272,8 @@ function constrainItems(key: string, item: Json | undefined, cache: MarketCache,
       allOf.push({ anyOf: pairBranches(cache, served, { inverse: true, prices: ['strike'] }) });
       allOf.push({
         oneOf: [
-          { description: 'CALL and PUT need a strike', required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: ['CALL', 'PUT'] } } },
-          { description: 'FORWARD (also when vanillaOptionType is absent): strike optional', properties: { vanillaOptionType: { enum: ['FORWARD'] } } },
+          { description: 'CALL and PUT need a strike', required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
+          { description: 'FORWARD (also when vanillaOptionType is absent): strike optional', properties: { vanillaOptionType: { enum: ['FORWARD'], description: 'FORWARD (or absent)' } } },
         ],
       });
       break;
@@ -288,8 +289,8 @@ function constrainItems(key: string, item: Json | undefined, cache: MarketCache,
       allOf.push({ anyOf: pairBranches(cache, deribit.length > 0 ? deribit : EU_BARRIER_PAIRS.map((pair) => ({ source: 'DERIBIT' as const, pair })), { prices: ['strike', 'barrier'] }) });
       allOf.push({
         oneOf: [
-          { description: 'CALL, PUT and FORWARD need strike and barrierType', required: ['strike', 'barrierType'], properties: { europeanBarrierOptionType: { enum: ['CALL', 'PUT', 'FORWARD'] } } },
-          { description: 'Digitals: barrier is the strike of the digital; strike and barrierType are ignored', properties: { europeanBarrierOptionType: { enum: ['DIGITAL_CALL', 'DIGITAL_PUT'] } } },
+          { description: 'CALL, PUT and FORWARD need strike and barrierType', required: ['strike', 'barrierType'], properties: { europeanBarrierOptionType: { enum: ['CALL', 'PUT', 'FORWARD'], description: 'CALL, PUT or FORWARD' } } },
+          { description: 'Digitals: barrier is the strike of the digital; strike and barrierType are ignored', properties: { europeanBarrierOptionType: { enum: ['DIGITAL_CALL', 'DIGITAL_PUT'], description: 'DIGITAL_CALL or DIGITAL_PUT' } } },
         ],
       });
       break;
@@ -304,9 +305,9 @@ function constrainItems(key: string, item: Json | undefined, cache: MarketCache,
       allOf.push({ anyOf: pairBranches(cache, served, { inverse: true, prices: ['strike'] }) });
       allOf.push({
         oneOf: [
-          { description: 'CALL and PUT need volatilityModel, expirationTimestamp and strike', required: ['volatilityModel', 'expirationTimestamp', 'strike'], properties: { instrumentType: { enum: ['CALL', 'PUT'] } } },
-          { description: 'FORWARD and PERPETUAL need expirationTimestamp (strike optional: the trade price)', required: ['expirationTimestamp'], properties: { instrumentType: { enum: ['FORWARD', 'PERPETUAL'] } } },
-          { description: 'SPOT needs none of them', properties: { instrumentType: { enum: ['SPOT'] } } },
+          { description: 'CALL and PUT need volatilityModel, expirationTimestamp and strike', required: ['volatilityModel', 'expirationTimestamp', 'strike'], properties: { instrumentType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
+          { description: 'FORWARD and PERPETUAL need expirationTimestamp (strike optional: the trade price)', required: ['expirationTimestamp'], properties: { instrumentType: { enum: ['FORWARD', 'PERPETUAL'], description: 'FORWARD or PERPETUAL' } } },
+          { description: 'SPOT needs none of them', properties: { instrumentType: { enum: ['SPOT'], description: 'SPOT' } } },
         ],
       });
       break;
