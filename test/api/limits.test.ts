@@ -240,6 +240,11 @@ describe('the live OpenAPI document', () => {
     expect(n).toBeGreaterThanOrEqual(14);
   });
 
+  it('fundingRates lists the funding instruments held as the enum of instrumentId', () => {
+    const prm = doc.paths['/api/v1/global/data/fundingRates'].get.parameters.find((p: Json) => p.name === 'instrumentId');
+    expect(prm.schema.enum).toEqual(['BTC-PERPETUAL']);
+  });
+
   it('error examples carry the real status code of their response (no 599)', () => {
     let n = 0;
     for (const ops of Object.values(doc.paths as Json)) {

@@ -245,6 +245,11 @@ export function liveOpenApi(doc: Json, cache: MarketCache): Json {
       for (const p of (op.parameters ?? []) as Json[]) {
         const v = ex.queries[key]?.[p.name];
         if (v !== undefined) p.example = v;
+        if (key === 'GET /api/v1/global/data/fundingRates' && p.name === 'instrumentId') {
+          // the funding instruments held now (an id of another source, or one not listed yet, is a 404)
+          const ids = [...new Set(served.flatMap(({ source }) => cache.funding.instruments(source).map((i) => i.instrumentId)))].sort();
+          if (ids.length > 0) p.schema = { ...p.schema, enum: ids };
+        }
       }
       const media = op.requestBody?.content?.['application/json'] as Json | undefined;
       if (!media?.schema) continue;
