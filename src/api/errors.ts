@@ -75,7 +75,35 @@ export function installErrorHandling(app: FastifyInstance): void {
     const message = err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'Content-Type must be application/json' : err.message;
     return reply.status(status).send(errorBody(status, message));
   });
+  // 405 before anything reads the body: fastify's own body handling would otherwise answer a QUERY without
+  // Content-Type with its 400 first (RFC 10008), on the not-found route too
+  app.addHook('onRequest', async (req, reply) => {
+    if (!req.is404) return;
+    const path = req.url.split('?')[0] ?? '/';
+    const allowed = declaredMethods(app, path);
+    if (allowed.length === 0) return;
+    // RFC 9110 section 15.5.6: 405 on a path that exists, with Allow listing the methods it has
+    reply.header('allow', allowed.join(', '));
+    return reply.status(405).send(errorBody(405, `method ${req.method} not allowed on ${path} (allowed: ${allowed.join(', ')})`));
+  });
   app.setNotFoundHandler((req, reply) => {
     reply.status(404).send(errorBody(404, `route ${req.method} ${req.url.split('?')[0]} not found`));
+  });
+}
+
+/** Methods a route can be declared with (fastify's HTTP methods that this service may use). */
+const ROUTABLE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const;
+
+/**
+ * The methods declared on the concrete `path` (HEAD included where fastify exposes it for a GET route);
+ * empty when no route matches the path at all (then the answer is 404).
+ */
+export function declaredMethods(app: FastifyInstance, path: string): string[] {
+  return ROUTABLE_METHODS.filter((method) => {
+    try {
+      return app.findRoute({ method, url: path }) !== null;
+    } catch {
+      return false;
+    }
   });
 }

@@ -18,6 +18,7 @@ import {
 import type { VolatilityModel } from '../cache/snapshot.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import { ApiError, badRequest, type ErrorDetail } from './errors.js';
+import { EXPIRY_HORIZON_S, MONEYNESS_FACTOR } from './limits.js';
 
 /** Models calibrated by this build (all three, streams/calibrate.ts); others would answer 400 "not available yet". */
 export const AVAILABLE_MODELS: ReadonlySet<VolatilityModel> = new Set<VolatilityModel>(['SVI', 'SABR', 'VANNA_VOLGA']);
@@ -68,15 +69,65 @@ export function checkModel(errs: DetailCollector, prefix: string, model: Volatil
   }
 }
 
-/** expirationTimestamp must be >= the service clock (the replay clock in replay). */
+/**
+ * expirationTimestamp must lie in the expiry window: >= the service clock (the replay clock in replay) and
+ * at most EXPIRY_HORIZON_S (10 years, src/api/limits.ts) after it. The message names the limit.
+ */
 export function checkExpiry(errs: DetailCollector, prefix: string, expirationTimestamp: number, clock: Clock): void {
   const now = clock.now();
+  const iso = (t: number) => new Date(t * 1000).toISOString();
   if (expirationTimestamp < now) {
+    errs.add(`${prefix}expirationTimestamp`, `Must be >= current time (${Math.floor(now)} = ${iso(now)})`);
+  } else if (expirationTimestamp > now + EXPIRY_HORIZON_S) {
+    const max = Math.floor(now + EXPIRY_HORIZON_S);
     errs.add(
       `${prefix}expirationTimestamp`,
-      `Must be >= current time (${Math.floor(now)} = ${new Date(now * 1000).toISOString()})`,
+      `Must be at most 10 years (${EXPIRY_HORIZON_S} s, the expiry horizon limit) after the current time: <= ${max} = ${iso(max)}`,
     );
   }
+}
+
+/**
+ * A strike or barrier `K` must lie within [F / MONEYNESS_FACTOR, F * MONEYNESS_FACTOR] of the forward `F` of
+ * its expiry (src/api/limits.ts: |ln(K/F)| <= ln 100). The message names the limit and the bounds.
+ */
+export function checkMoneyness(errs: DetailCollector, path: string, K: number, F: number): void {
+  const lo = F / MONEYNESS_FACTOR;
+  const hi = F * MONEYNESS_FACTOR;
+  if (!(K >= lo && K <= hi)) {
+    const fmt = (x: number) => Number(x.toPrecision(6));
+    errs.add(path, `Must be within ${MONEYNESS_FACTOR}x of the expiry's forward ${fmt(F)} (the moneyness limit): from ${fmt(lo)} to ${fmt(hi)}`);
+  }
+}
+
+/**
+ * Every number of a computed result must be finite (the bounds above are meant to make this so). A
+ * non-finite figure is never sent as null: the item is reported as a 400 naming the first such field.
+ * @returns true when every number (recursively) of `result` is finite
+ */
+export function checkFiniteResult(errs: DetailCollector, prefix: string, result: unknown): boolean {
+  const bad = firstNonFinite(result, '');
+  if (bad === undefined) return true;
+  errs.add(`${prefix}${bad}`, 'No finite value at these inputs (outside the range the models are valid in)');
+  return false;
+}
+
+function firstNonFinite(v: unknown, path: string): string | undefined {
+  if (typeof v === 'number') return Number.isFinite(v) ? undefined : path || 'value';
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const b = firstNonFinite(v[i], `${path}[${i}]`);
+      if (b !== undefined) return b;
+    }
+    return undefined;
+  }
+  if (v && typeof v === 'object') {
+    for (const [k, x] of Object.entries(v)) {
+      const b = firstNonFinite(x, path ? `${path}.${k}` : k);
+      if (b !== undefined) return b;
+    }
+  }
+  return undefined;
 }
 
 /**

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import {
   BaseCurrencyValue,
   instrumentId,
+  notional,
   positive,
   PriceMethodValue,
   QuoteCurrencyValue,
@@ -61,7 +62,7 @@ export const EuBarrierBody = batch(EuBarrierItem, 50);
 const scenarioInstrumentFields = {
   instrumentId,
   /** Position size, base-currency units; positive LONG, negative SHORT. */
-  size: z.number('Must be a number').finite('Must be a finite number'),
+  size: notional,
   baseCurrency: BaseCurrencyValue,
   quoteCurrency: QuoteCurrencyValue,
   source: SourceValue,

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { BASE_CURRENCIES, QUOTE_CURRENCIES } from '../domain/markets.js';
 import { VOLATILITY_MODELS } from '../cache/snapshot.js';
+import { MAX_NOTIONAL, MAX_PRICE, MAX_UNIX_TIME_S } from './limits.js';
 
 /** Source values: wire values and the spec's aliases (decisions.md). */
 export const SourceValue = z.enum(['DERIBIT', 'OKX', 'BYBIT', 'XCHG_A', 'XCHG_B', 'XCHG_C']);
@@ -18,10 +19,30 @@ export const VolatilityModelValue = z.enum(VOLATILITY_MODELS);
 
 /** Caller-defined unique instrument id, echoed in the result. */
 export const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
-/** A number > 0. */
-export const positive = z.number().finite().gt(0, 'Must be > 0');
-/** Unix time in seconds. */
-export const timestampS = z.number().finite().nonnegative('Must be a Unix time in seconds');
+/** A price (strike, barrier), quote currency: 0 < x <= MAX_PRICE (src/api/limits.ts). */
+export const positive = z
+  .number('Must be a number')
+  .finite('Must be a finite number')
+  .gt(0, 'Must be > 0')
+  .max(MAX_PRICE, `Must be <= ${MAX_PRICE} (the price limit)`);
+/** Unix time in seconds, 0 to MAX_UNIX_TIME_S (2100-01-01); expiries are further held to the expiry window (rules.ts). */
+export const timestampS = z
+  .number('Must be a Unix time in seconds')
+  .finite('Must be a Unix time in seconds')
+  .nonnegative('Must be a Unix time in seconds')
+  .max(MAX_UNIX_TIME_S, `Must be <= ${MAX_UNIX_TIME_S} (2100-01-01T00:00:00Z, the timestamp limit)`);
+/** A position nominal, base-currency units: |x| <= MAX_NOTIONAL (src/api/limits.ts). */
+export const notional = z
+  .number('Must be a number')
+  .finite('Must be a finite number')
+  .min(-MAX_NOTIONAL, `Must be >= -${MAX_NOTIONAL} (the notional limit)`)
+  .max(MAX_NOTIONAL, `Must be <= ${MAX_NOTIONAL} (the notional limit)`);
+/** A Unix time in seconds in a query string (coerced from text), 0 to MAX_UNIX_TIME_S. */
+const queryTimestampS = z.coerce
+  .number('Must be a Unix time in seconds')
+  .finite('Must be a Unix time in seconds')
+  .nonnegative('Must be a Unix time in seconds')
+  .max(MAX_UNIX_TIME_S, `Must be <= ${MAX_UNIX_TIME_S} (2100-01-01T00:00:00Z, the timestamp limit)`);
 
 /** Batch of 1..max items. */
 function batch<T extends z.ZodType>(item: T, max: number) {
@@ -34,7 +55,7 @@ export const VanillaItem = z.object({
   baseCurrency: BaseCurrencyValue,
   quoteCurrency: QuoteCurrencyValue,
   /** Instrument nominal, base-currency units. */
-  amount: z.number().finite(),
+  amount: notional,
   vanillaOptionType: z.enum(['CALL', 'PUT', 'FORWARD']).optional(),
   source: SourceValue,
   inverse: z.boolean().optional(),
@@ -86,8 +107,8 @@ export const PairQuery = z.object({
 export const FundingRatesQuery = z.object({
   source: SourceValue,
   instrumentId,
-  startTime: z.coerce.number().finite().nonnegative('Must be a Unix time in seconds'),
-  endTime: z.coerce.number().finite().nonnegative('Must be a Unix time in seconds'),
+  startTime: queryTimestampS,
+  endTime: queryTimestampS,
 });
 
 /** Query of GET fundingInstruments (decisions.md). */

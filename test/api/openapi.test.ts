@@ -179,7 +179,9 @@ describe('GET /openapi.json', () => {
     expect(ui.statusCode).toBe(200);
     expect(ui.headers['content-type']).toMatch(/text\/html/);
     expect(ui.body).toMatch(/swagger-ui/i);
+    // the same live document (its expiry window moves with the clock between the two fetches)
     const json = await app.inject({ method: 'GET', url: '/docs/json' });
-    expect(json.json().paths).toEqual(doc.paths);
+    const stripWindow = (d: unknown) => JSON.parse(JSON.stringify(d).replace(/\b\d{10}\b/g, '0'));
+    expect(stripWindow(json.json().paths)).toEqual(stripWindow(doc.paths));
   });
 });

@@ -178,6 +178,49 @@ function mutateRequest(seed: Seed, rng: FuzzRng): Req {
 
 const IV_ENDPOINTS = new Set(['vanilla', 'byStrike', 'byDelta']);
 
+/**
+ * Extreme numbers put in every numeric field (issue 14: 1.1e308 on expirationTimestamp gave a 500; 6.4e16 a
+ * 200 with `impliedVolatility: null`): overflow, underflow, the limits +- one, signed zero, huge integers.
+ */
+const EXTREME_NUMBERS = [1.1e308, -1.1e308, 1e300, 6.4e16, 7e12, 1e15, 2 ** 53, 4_102_444_801, 1e9 + 1, -1e9 - 1, 1e9, -1, -0, 0, 5e-324, 1e-300, 0.5];
+
+/** Result fields of the POST endpoints the OpenAPI document declares nullable (the scenarios' instrument echo). */
+const NULLABLE_FIELDS = new Set(['inverse', 'volatilityModel', 'expirationTimestamp', 'strike', 'forwardPrice', 'instrumentPrice', 'volatility']);
+
+/** Paths (`a.b[2].c`) of every number in `v`. */
+function numericPaths(v: unknown, path: (string | number)[] = []): (string | number)[][] {
+  if (typeof v === 'number') return [path];
+  if (Array.isArray(v)) return v.flatMap((x, i) => numericPaths(x, [...path, i]));
+  if (v && typeof v === 'object') return Object.entries(v).flatMap(([k, x]) => numericPaths(x, [...path, k]));
+  return [];
+}
+
+/** A deep copy of `v` with the value at `path` replaced. */
+function withValue(v: unknown, path: (string | number)[], value: unknown): unknown {
+  const copy = structuredClone(v) as any;
+  let o = copy;
+  for (const k of path.slice(0, -1)) o = o[k];
+  o[path[path.length - 1]!] = value;
+  return copy;
+}
+
+/** The first null of `body` at a field that is not documented nullable, or undefined. */
+function nullWhereNumber(body: unknown, path = ''): string | undefined {
+  if (Array.isArray(body)) {
+    for (let i = 0; i < body.length; i++) {
+      const b = nullWhereNumber(body[i], `${path}[${i}]`);
+      if (b) return b;
+    }
+  } else if (body && typeof body === 'object') {
+    for (const [k, x] of Object.entries(body)) {
+      if (x === null && !NULLABLE_FIELDS.has(k)) return `${path}.${k}`;
+      const b = nullWhereNumber(x, `${path}.${k}`);
+      if (b) return b;
+    }
+  }
+  return undefined;
+}
+
 interface Tally {
   byStatus: Map<number, number>;
   problems: string[];
@@ -271,6 +314,45 @@ describe('request fuzz', () => {
     expect(Object.keys(counts).filter((c) => Number(c) >= 500 && Number(c) !== 503)).toEqual([]);
     expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
     expect((Object.prototype as Record<string, unknown>)['polluted']).toBeUndefined();
+  });
+
+  it('extreme numbers in every numeric field, one and two at a time: no 5xx, no null where a number is documented', async () => {
+    const t: Tally = { byStatus: new Map(), problems: [] };
+    let requests = 0;
+    const send = async (seed: Seed, body: unknown | undefined, query: Record<string, string> | undefined) => {
+      requests++;
+      const req: Req = { method: seed.method, url: seed.path + qs(query), headers: seed.method === 'POST' ? { 'content-type': 'application/json' } : {}, ...(body !== undefined ? { payload: JSON.stringify(body) } : {}) };
+      const r = await app.inject({ method: req.method as 'GET', url: req.url, headers: req.headers, ...(req.payload !== undefined ? { payload: req.payload } : {}) });
+      judge(seed, req, r.statusCode, r.body, t);
+      if (r.statusCode === 200) {
+        const nul = nullWhereNumber(JSON.parse(r.body));
+        if (nul && t.problems.length < 20) t.problems.push(`null at ${nul}: ${req.url} ${String(req.payload).slice(0, 300)}`);
+      }
+    };
+    for (const seed of seeds) {
+      if (seed.body !== undefined) {
+        const paths = numericPaths(seed.body);
+        for (const p of paths) for (const x of EXTREME_NUMBERS) await send(seed, withValue(seed.body, p, x), seed.query);
+        // two fields at once (the issue's 6.4e16 expiry with a 7e12 strike), a few values each
+        for (let i = 0; i < paths.length; i++) {
+          for (let j = i + 1; j < paths.length; j++) {
+            for (const x of [1.1e308, 6.4e16, 7e12, 1e-300]) for (const y of [7e12, 1e9, 5e-324, -1.1e308]) await send(seed, withValue(withValue(seed.body, paths[i]!, x), paths[j]!, y), seed.query);
+          }
+        }
+      } else if (seed.query) {
+        for (const k of Object.keys(seed.query).filter((k) => /Time$/.test(k))) {
+          for (const x of EXTREME_NUMBERS) await send(seed, undefined, { ...seed.query, [k]: String(x) });
+        }
+      }
+    }
+    expect(t.problems).toEqual([]);
+    expect(requests).toBeGreaterThan(1000);
+    const counts = Object.fromEntries([...t.byStatus.entries()].sort((a, b) => a[0] - b[0]));
+    if (process.env.FUZZ_REPORT) console.info('extreme-number statuses', counts, requests);
+    expect(Object.keys(counts).filter((c) => Number(c) >= 500 && Number(c) !== 503)).toEqual([]);
+    // the bounds answer 400, and the in-range extremes (0.5, 1e9, 0...) still reach the models
+    expect(counts[400] ?? 0).toBeGreaterThan(requests / 2);
+    expect(counts[200] ?? 0).toBeGreaterThan(50);
   });
 
   it('afterwards every seed request answers exactly as before', async () => {

@@ -19,6 +19,8 @@ import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, ROUTE_DOCS, TAGS } from './openapiDocs.js';
+import { liveOpenApi } from './openapiLive.js';
+import type { MarketCache } from '../../cache/marketCache.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -105,8 +107,12 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
   return out;
 }
 
-/** Register @fastify/swagger (with the documentation transform), /openapi.json and the /docs UI on `app`. */
-export async function registerOpenApi(app: FastifyInstance, version = '0.1.0'): Promise<void> {
+/**
+ * Register @fastify/swagger (with the documentation transform), /openapi.json and the /docs UI on `app`.
+ * With `cache`, every copy of the document served (/openapi.json, and the one the /docs page loads) carries
+ * the live expiry window, per-pair ranges and working examples of src/api/plugins/openapiLive.ts.
+ */
+export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache, version = '0.1.0'): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -117,7 +123,11 @@ export async function registerOpenApi(app: FastifyInstance, version = '0.1.0'): 
           'calibrated live to Deribit (XCHG_A), OKX (XCHG_B) and Bybit (XCHG_C). Conventions: every timestamp is Unix time in seconds (UTC); ' +
           'IVs are fractions (0.55 = 55 %); T in years ACT/365; Black-76 on the expiry forward with r = 0; prices and strikes in the quote currency. ' +
           'Batch endpoints take a JSON array and answer one result per item carrying its instrumentId. Every error answers the ErrorBody shape. ' +
-          '503 means no calibrated data yet or stale data, never a silent stale answer.',
+          '503 means no calibrated data yet or stale data, never a silent stale answer. ' +
+          'Input limits (docs/operations.md "Input limits"): expirationTimestamp from the service clock to 10 years after it (the live window ' +
+          'is stated in this document when it is served); strikes and barriers within 100x of the expiry\'s forward (the per-pair range is ' +
+          'stated in each pair\'s branch) and at most 1e9; amount and size at most 1e9 in absolute value; timestamps at most 4102444800 (2100-01-01). ' +
+          'A method a path does not declare answers 405 with an Allow header.',
         version,
       },
       tags: TAGS,
@@ -125,6 +135,12 @@ export async function registerOpenApi(app: FastifyInstance, version = '0.1.0'): 
     transform: documentedTransform,
     transformObject: jsonSchemaTransformObject,
   });
-  await app.register(swaggerUi, { routePrefix: DOCS_PATH });
-  app.get(OPENAPI_JSON_PATH, { schema: { hide: true } }, async () => app.swagger());
+  const live = (doc: Record<string, unknown>) => (cache ? liveOpenApi(doc, cache) : doc);
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PATH,
+    // the page loads (and links) /openapi.json, the live document (swagger-ui: `urls` wins over `url`)
+    uiConfig: { urls: [{ url: OPENAPI_JSON_PATH, name: OPENAPI_JSON_PATH }] } as Record<string, unknown>,
+    transformSpecification: (spec) => live(spec as Record<string, unknown>),
+  });
+  app.get(OPENAPI_JSON_PATH, { schema: { hide: true } }, async () => live(structuredClone(app.swagger()) as unknown as Record<string, unknown>));
 }

@@ -314,8 +314,9 @@ export interface RouteDoc {
   readonly errors: readonly number[];
 }
 
-const MARKET_GET = [400, 404, 503];
-const MARKET_POST = [400, 404, 413, 415, 503];
+/** 401 only when API keys are configured; 429 under the rate limit (RATE_LIMIT_MAX, on by default). */
+const MARKET_GET = [400, 401, 404, 429, 503];
+const MARKET_POST = [400, 401, 404, 413, 415, 429, 503];
 const BATCH50 = 'The body is a JSON array of 1 to 50 items; the answer is one result per item, in order, each carrying its instrumentId.';
 const BATCH100 = 'riskScenarioInstruments holds 1 to 100 instruments; one result per instrument. Scenario k of -priceRangeSteps..priceRangeSteps shifts spot and forward by k*priceRange/priceRangeSteps (fraction); scenario 0 is the current market.';
 

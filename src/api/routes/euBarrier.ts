@@ -14,7 +14,15 @@ import type { MarketCache } from '../../cache/marketCache.js';
 import { resolveSource, type Pair } from '../../domain/markets.js';
 import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
-import { assertServable, checkExpiry, checkModel, checkUniqueIds, DetailCollector } from '../rules.js';
+import {
+  assertServable,
+  checkExpiry,
+  checkFiniteResult,
+  checkModel,
+  checkMoneyness,
+  checkUniqueIds,
+  DetailCollector,
+} from '../rules.js';
 import { EuBarrierBody } from '../scenarioSchemas.js';
 
 /** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
@@ -57,11 +65,21 @@ export const euBarrierRoutes =
         });
         errs.throwIfAny('request');
 
-        return items.map((it) => {
+        const points = items.map((it) => {
           const pair: Pair = { base: it.baseCurrency, quote: it.quoteCurrency };
           assertServable(cache, 'DERIBIT', pair, 'SVI');
-          const snap = cache.getSurface('DERIBIT', pair, 'SVI')!;
-          const p = expiryPoint(snap, it.expirationTimestamp);
+          return expiryPoint(cache.getSurface('DERIBIT', pair, 'SVI')!, it.expirationTimestamp);
+        });
+        items.forEach((it, i) => {
+          checkMoneyness(errs, `[${i}].barrier`, it.barrier, points[i]!.forward);
+          if (it.strike !== undefined && !isDigital(it.europeanBarrierOptionType)) {
+            checkMoneyness(errs, `[${i}].strike`, it.strike, points[i]!.forward);
+          }
+        });
+        errs.throwIfAny('request');
+
+        const results = items.map((it, i) => {
+          const p = points[i]!;
           const digital = isDigital(it.europeanBarrierOptionType);
           const r = valueEuBarrier({
             F: p.forward,
@@ -72,7 +90,7 @@ export const euBarrierRoutes =
             B: it.barrier,
             ...(digital ? {} : { K: it.strike!, barrierType: it.barrierType! }),
           });
-          return {
+          const out = {
             instrumentId: it.instrumentId,
             observationTimestamp: p.observationTimestamp,
             impliedVolatility: r.impliedVolatility,
@@ -86,7 +104,11 @@ export const euBarrierRoutes =
             percentVolga: r.percentVolga,
             percentVanna: r.percentVanna,
           };
+          checkFiniteResult(errs, `[${i}].`, out);
+          return out;
         });
+        errs.throwIfAny('request');
+        return results;
       },
     );
   };

@@ -10,7 +10,16 @@ import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
 import { ApiError } from '../errors.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
 import { ByDeltaBody, ByStrikeBody } from '../schemas.js';
-import { assertServable, checkExpiry, checkModel, checkUniqueIds, DetailCollector, resolvePair } from '../rules.js';
+import {
+  assertServable,
+  checkExpiry,
+  checkFiniteResult,
+  checkModel,
+  checkMoneyness,
+  checkUniqueIds,
+  DetailCollector,
+  resolvePair,
+} from '../rules.js';
 import type { Pair, Source } from '../../domain/markets.js';
 import type { VolatilityModel } from '../../cache/snapshot.js';
 import { MIN_T_YEARS } from '../../cache/expiryPoint.js';
@@ -54,16 +63,23 @@ export const ivRoutes =
       async (req) => {
         const items = req.body;
         const resolved = resolveIvItems(cache, items);
-        return items.map((it, i) => {
+        const errs = new DetailCollector();
+        items.forEach((it, i) => checkMoneyness(errs, `[${i}].strike`, it.strike, resolved[i]!.point.forward));
+        errs.throwIfAny('request');
+        const results = items.map((it, i) => {
           const { point } = resolved[i]!;
-          return {
+          const out = {
             instrumentId: it.instrumentId,
             observationTimestamp: point.observationTimestamp,
             impliedVolatility: point.vol(it.strike),
             spotPrice: point.spot,
             forwardPrice: point.forward,
           };
+          checkFiniteResult(errs, `[${i}].`, out);
+          return out;
         });
+        errs.throwIfAny('request');
+        return results;
       },
     );
 
@@ -73,7 +89,8 @@ export const ivRoutes =
       async (req) => {
         const items = req.body;
         const resolved = resolveIvItems(cache, items);
-        return items.map((it, i) => {
+        const errs = new DetailCollector();
+        const results = items.map((it, i) => {
           const { point } = resolved[i]!;
           let strike: number;
           try {
@@ -83,7 +100,7 @@ export const ivRoutes =
               { path: `[${i}].delta`, message: 'No strike has this delta on the smile' },
             ]);
           }
-          return {
+          const out = {
             instrumentId: it.instrumentId,
             baseCurrency: it.baseCurrency,
             quoteCurrency: it.quoteCurrency,
@@ -94,7 +111,11 @@ export const ivRoutes =
             spotPrice: point.spot,
             forwardPrice: point.forward,
           };
+          checkFiniteResult(errs, `[${i}].`, out);
+          return out;
         });
+        errs.throwIfAny('request');
+        return results;
       },
     );
   };

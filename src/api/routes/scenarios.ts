@@ -23,7 +23,9 @@ import { SECONDS_PER_YEAR } from '../../domain/time.js';
 import {
   assertServable,
   checkExpiry,
+  checkFiniteResult,
   checkModel,
+  checkMoneyness,
   DetailCollector,
   resolveInverse,
   resolvePair,
@@ -81,7 +83,7 @@ export function resolveScenarioInstruments(cache: MarketCache, items: readonly A
   });
   errs.throwIfAny('request');
 
-  return items.map((it, i) => {
+  const out = items.map((it, i) => {
     const { r, inverse } = checked[i]!;
     const { source, pair } = r as { source: Source; pair: Pair };
     const priceMethod = 'priceMethod' in it && typeof it.priceMethod === 'string' ? resolvePriceMethod(it.priceMethod) : source;
@@ -103,6 +105,7 @@ export function resolveScenarioInstruments(cache: MarketCache, items: readonly A
       const snap = cache.getSurface(source, pair, model)!;
       const p = expiryPoint(snap, it.expirationTimestamp as number);
       const K = it.strike as number;
+      checkMoneyness(errs, `${PREFIX(i)}strike`, K, p.forward);
       const sigma = p.vol(K);
       return {
         position: { type, size: it.size, inverse, priceMethod, S: p.spot, F: p.forward, K, T: p.T },
@@ -123,6 +126,7 @@ export function resolveScenarioInstruments(cache: MarketCache, items: readonly A
       F = curve.curve.forward(T);
     }
     const K = type === 'SPOT' ? undefined : (it.strike ?? F);
+    if (K !== undefined && it.strike !== undefined) checkMoneyness(errs, `${PREFIX(i)}strike`, K, F);
     return {
       position: { type, size: it.size, inverse, priceMethod, S, F, ...(K !== undefined ? { K } : {}), T },
       volatility: null,
@@ -138,6 +142,19 @@ export function resolveScenarioInstruments(cache: MarketCache, items: readonly A
       },
     };
   });
+  errs.throwIfAny('request');
+  return out;
+}
+
+/**
+ * The scenario results, or a 400 naming the first non-finite figure of each instrument whose figures are
+ * not all finite (the input limits are meant to make this never happen; src/api/limits.ts).
+ */
+function finiteResults<T>(results: T[]): T[] {
+  const errs = new DetailCollector();
+  results.forEach((r, i) => checkFiniteResult(errs, PREFIX(i), r));
+  errs.throwIfAny('request');
+  return results;
 }
 
 /** instrumentPrice of the result: the price measure at the current market and vol; null for SPOT. */
@@ -231,10 +248,12 @@ export const scenarioRoutes =
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = resolveScenarioInstruments(cache, items);
         return {
-          riskScenarioInstrumentResults: resolved.map((res) => {
-            const sigma = res.volatility ?? 0;
-            return upUnchDownResult(res, prm.priceRange, prm.priceRangeSteps, shiftedVol(sigma, prm.volRangeUp), shiftedVol(sigma, -prm.volRangeDown));
-          }),
+          riskScenarioInstrumentResults: finiteResults(
+            resolved.map((res) => {
+              const sigma = res.volatility ?? 0;
+              return upUnchDownResult(res, prm.priceRange, prm.priceRangeSteps, shiftedVol(sigma, prm.volRangeUp), shiftedVol(sigma, -prm.volRangeDown));
+            }),
+          ),
         };
       },
     );
@@ -247,7 +266,7 @@ export const scenarioRoutes =
         const resolved = resolveScenarioInstruments(cache, items);
         const names = prm.volShifts.map((_, n) => `volScenario${n}`);
         return {
-          riskScenarioInstrumentResults: resolved.map((res) => {
+          riskScenarioInstrumentResults: finiteResults(resolved.map((res) => {
             const sigma = res.volatility ?? 0;
             const vols = prm.volShifts.map((x) => (res.volatility === null ? 0 : shiftedVol(sigma, x)));
             const rows = scenarioLadder(res.position, prm.priceRange, prm.priceRangeSteps, vols, sigma);
@@ -261,7 +280,7 @@ export const scenarioRoutes =
                 return out;
               }),
             };
-          }),
+          })),
         };
       },
     );
@@ -279,10 +298,12 @@ export const scenarioRoutes =
         const resolved = resolveScenarioInstruments(cache, items);
         const shock: VolShockParams = prm;
         return {
-          riskScenarioInstrumentResults: resolved.map((res) => {
-            const { volUp, volDown } = advancedVolShock(res.volatility ?? 0, res.daysToExpiry, shock);
-            return upUnchDownResult(res, prm.priceRange, prm.priceRangeSteps, volUp, volDown);
-          }),
+          riskScenarioInstrumentResults: finiteResults(
+            resolved.map((res) => {
+              const { volUp, volDown } = advancedVolShock(res.volatility ?? 0, res.daysToExpiry, shock);
+              return upUnchDownResult(res, prm.priceRange, prm.priceRangeSteps, volUp, volDown);
+            }),
+          ),
         };
       },
     );

@@ -12,7 +12,9 @@ import { expiryPoint } from '../../cache/expiryPoint.js';
 import {
   assertServable,
   checkExpiry,
+  checkFiniteResult,
   checkModel,
+  checkMoneyness,
   checkUniqueIds,
   DetailCollector,
   resolveInverse,
@@ -44,12 +46,20 @@ export const vanillaRoutes =
         });
         errs.throwIfAny('request');
 
-        return items.map((it, i) => {
-          const { r, type, inverse } = resolved[i]!;
-          const { source, pair } = r as { source: Source; pair: Pair };
+        // the market of every item (503 when not servable), then the rules that need its forward
+        const points = items.map((it, i) => {
+          const { source, pair } = resolved[i]!.r as { source: Source; pair: Pair };
           assertServable(cache, source, pair, it.volatilityModel);
-          const snap = cache.getSurface(source, pair, it.volatilityModel)!;
-          const p = expiryPoint(snap, it.expirationTimestamp);
+          return expiryPoint(cache.getSurface(source, pair, it.volatilityModel)!, it.expirationTimestamp);
+        });
+        items.forEach((it, i) => {
+          if (it.strike !== undefined) checkMoneyness(errs, `[${i}].strike`, it.strike, points[i]!.forward);
+        });
+        errs.throwIfAny('request');
+
+        const results = items.map((it, i) => {
+          const { type, inverse } = resolved[i]!;
+          const p = points[i]!;
           const volStrike = it.strike ?? p.forward;
           const sigma = p.vol(volStrike);
           const v = valueVanilla({
@@ -63,7 +73,7 @@ export const vanillaRoutes =
             priceMethod: resolvePriceMethod(it.priceMethod),
             amount: it.amount,
           });
-          return {
+          const out = {
             instrumentId: it.instrumentId,
             observationTimestamp: p.observationTimestamp,
             impliedVolatility: sigma,
@@ -71,7 +81,11 @@ export const vanillaRoutes =
             forwardPrice: p.forward,
             ...v,
           };
+          checkFiniteResult(errs, `[${i}].`, out);
+          return out;
         });
+        errs.throwIfAny('request');
+        return results;
       },
     );
   };
