@@ -10,10 +10,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { merge, type Observable } from 'rxjs';
-import type { Config } from './config.js';
+import { followedPairs, followedSources, type Config } from './config.js';
 import { MarketClock, systemClock, type Clock } from './domain/clock.js';
 import type { MarketEvent } from './domain/events.js';
-import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
+import type { Pair, Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
 import { buildApp } from './api/app.js';
 import { installMetrics } from './api/plugins/metrics.js';
@@ -28,7 +28,7 @@ import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { buildHealthApp, startKafkaRole, type KafkaWiring } from './publish/wiring.js';
-import { expectedPairs, liveOkxBybitFeeds, replayFeeds, startSimulatedOkxBybit, type OkxBybitOverrides, type SimulatedOkxBybit } from './marketSources.js';
+import { liveOkxBybitFeeds, replayFeeds, startSimulatedOkxBybit, type OkxBybitOverrides, type SimulatedOkxBybit } from './marketSources.js';
 
 /** A running service. */
 export interface RunningService {
@@ -66,13 +66,22 @@ export interface ServiceOverrides extends OkxBybitOverrides {
   readonly simulator?: Partial<Parameters<typeof startDeribitSimulator>[0]>;
 }
 
-const DERIBIT_PAIRS: readonly Pair[] = SUPPORTED_PAIRS.DERIBIT;
 
 /** Start everything per `config`; resolves once the HTTP server listens. */
-export async function startService(config: Config, logger: Logger, overrides: ServiceOverrides = {}): Promise<RunningService> {
+export async function startService(config: Config, logger: Logger, overridesIn: ServiceOverrides = {}): Promise<RunningService> {
+  let overrides = overridesIn;
   const replay = config.MARKET_SOURCE === 'replay';
   const clock: Clock = replay ? new MarketClock() : systemClock;
-  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : expectedPairs(config.SOURCES);
+  // PAIRS (sharding) narrows the pairs followed, and the sources connected to those of the pairs.
+  const sources = followedSources(config);
+  const followed = followedPairs(config);
+  const pairsOf = (source: Source): Pair[] => followed.filter((p) => p.source === source).map((p) => p.pair);
+  overrides = {
+    ...overrides,
+    okx: { pairs: pairsOf('OKX'), ...overrides.okx },
+    bybit: { pairs: pairsOf('BYBIT'), ...overrides.bybit },
+  };
+  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : followed;
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
   // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
   const kafka = startKafkaRole(config, cache, logger);
@@ -86,14 +95,14 @@ export async function startService(config: Config, logger: Logger, overrides: Se
 
   if (config.ROLE === 'api') {
     // No exchange connection: the cache is filled from Kafka.
-  } else if (config.MARKET_SOURCE === 'simulated' && !config.SOURCES.includes('DERIBIT')) {
-    okxBybit = await startSimulatedOkxBybit(config.SOURCES, undefined, false, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
+  } else if (config.MARKET_SOURCE === 'simulated' && !sources.includes('DERIBIT')) {
+    okxBybit = await startSimulatedOkxBybit(sources, undefined, false, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
     feeds.push(...okxBybit.feeds);
   } else if (config.MARKET_SOURCE === 'simulated') {
     // SIM_HISTORY_HOURS of market history before now: the simulator serves its continuation and the iVSummary
     // 24 h changes are seeded from it (streams/simulatedHistory.ts).
     if (config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
-      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES });
+      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources });
     }
     simulator = await startDeribitSimulator({
       port: overrides.simulatorPort ?? 0,
@@ -103,13 +112,13 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       ...overrides.simulator,
     });
     logger.info({ url: simulator.url }, 'simulated Deribit exchange listening');
-    feeds.push(new DeribitFeed({ url: simulator.url, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
+    feeds.push(new DeribitFeed({ url: simulator.url, pairs: pairsOf('DERIBIT'), logger: feedLogger, clock, ...overrides.deribit }));
     // OKX and Bybit on the same market, which the Deribit simulator steps.
-    okxBybit = await startSimulatedOkxBybit(config.SOURCES, simulator.market, true, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
+    okxBybit = await startSimulatedOkxBybit(sources, simulator.market, true, { seed: config.SIM_SEED, clock, logger: feedLogger, overrides });
     feeds.push(...okxBybit.feeds);
   } else if (config.MARKET_SOURCE === 'live') {
-    if (config.SOURCES.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
-    feeds.push(...liveOkxBybitFeeds(config, config.SOURCES, clock, feedLogger, overrides));
+    if (sources.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: pairsOf('DERIBIT'), logger: feedLogger, clock, ...overrides.deribit }));
+    feeds.push(...liveOkxBybitFeeds(config, sources, clock, feedLogger, overrides));
   } else {
     const replays: ReplayFeed[] = replayFeeds(config, clock as MarketClock, feedLogger);
     feeds.push(...replays);
@@ -117,7 +126,16 @@ export async function startService(config: Config, logger: Logger, overrides: Se
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
-  const monitoring = new Monitoring({ cache, feeds, clock, events$, logger, publisher: () => kafka.publisher });
+  const monitoring = new Monitoring({
+    cache,
+    feeds,
+    clock,
+    events$,
+    logger,
+    // an API replica never publishes: no publisher series; its own consumer series instead
+    ...(config.ROLE === 'api' ? {} : { publisher: () => kafka.publisher }),
+    ...(kafka.replica ? { registries: () => [kafka.replica!.metrics.registry] } : {}),
+  });
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });
   const history = surfaceHistoryFor(cache);

@@ -12,10 +12,14 @@ import { serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fas
 import type { MarketCache } from '../cache/marketCache.js';
 import { installErrorHandling } from '../api/errors.js';
 import { healthRoutes } from '../api/routes/health.js';
+import { Kafka } from 'kafkajs';
+import { filter } from 'rxjs';
 import { KafkaPublisher } from './publisher.js';
+import { PairOwnership } from './ownership.js';
+import type { SourcePair } from '../domain/markets.js';
 import { KafkaReplica } from '../replica/replica.js';
 import { parseBrokers, type KafkaRoleConfig } from './config.js';
-import type { KafkaLogger } from './topics.js';
+import { kafkaClientConfig, type KafkaLogger } from './topics.js';
 import { restoreSurfaceHistory } from '../replica/history.js';
 import { surfaceHistoryFor } from '../cache/history.js';
 
@@ -36,6 +40,8 @@ export interface KafkaWiring {
   readonly role: KafkaRoleConfig['ROLE'];
   readonly publisher: KafkaPublisher | null;
   readonly replica: KafkaReplica | null;
+  /** Pair ownership of a sharded calibrator (PAIRS with KAFKA_BROKERS, ROLE all/calibrator); null otherwise. */
+  readonly ownership: PairOwnership | null;
   /** Flush and stop (publisher: bounded flush of `timeoutMs`; replica: disconnect). */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -50,7 +56,7 @@ export interface ChildLogger extends KafkaLogger {
  * the background (the broker may be absent).
  * @throws Error when ROLE=api and KAFKA_BROKERS is unset (loadConfig rejects that earlier)
  */
-export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logger: ChildLogger): KafkaWiring {
+export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: readonly SourcePair[] | undefined }, cache: MarketCache, logger: ChildLogger): KafkaWiring {
   const brokers = parseBrokers(config.KAFKA_BROKERS);
   const common = {
     clientId: config.KAFKA_CLIENT_ID,
@@ -63,10 +69,11 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
     const replica = new KafkaReplica({ ...common, brokers, cache, logger: logger.child({ component: 'kafka-replica' }) }).start();
     restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
     logger.info({ brokers, prefix: common.prefix }, 'ROLE=api: serving REST from Kafka (no exchange connection)');
-    return { role: config.ROLE, publisher: null, replica, close: () => replica.close() };
+    return { role: config.ROLE, publisher: null, replica, ownership: null, close: () => replica.close() };
   }
-  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, close: async () => {} };
-  const publisher = new KafkaPublisher({
+  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, ownership: null, close: async () => {} };
+  const ownership = config.PAIRS ? startOwnership(config.PAIRS, brokers, common, cache, logger, () => publisher) : null;
+  const publisher: KafkaPublisher = new KafkaPublisher({
     ...common,
     brokers,
     fundingQueueAlarm: config.KAFKA_FUNDING_QUEUE_ALARM,
@@ -74,17 +81,88 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
     onRestoredFunding: (p) => {
       cache.funding.add(p);
     },
-  }).start(cache.updates$);
-  logger.info({ brokers, prefix: common.prefix, role: config.ROLE }, 'publishing to Kafka');
+  }).start(
+    ownership
+      ? cache.updates$.pipe(
+          filter((u) =>
+            u.type === 'funding' ? ownership.owns(u.point.source, { base: u.point.base, quote: u.point.quote }) : ownership.owns(u.snapshot.source, u.snapshot.pair),
+          ),
+        )
+      : cache.updates$,
+  );
+  logger.info({ brokers, prefix: common.prefix, role: config.ROLE, sharded: ownership !== null }, 'publishing to Kafka');
   if (config.ROLE === 'all') restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
   return {
     role: config.ROLE,
     publisher,
     replica: null,
+    ownership,
     close: async (timeoutMs = 5000) => {
+      // flush what this calibrator owns, then leave the group (a standby takes the pairs over only then)
       await publisher.close(timeoutMs);
+      await ownership?.close();
     },
   };
+}
+
+/**
+ * Join the calibrator ownership group for `pairs` (src/publish/ownership.ts): the cache is held ("assigning-pairs")
+ * until the first assignment, then /ready waits for the owned pairs only; a calibrator owning none of its PAIRS is
+ * a standby (held, "standby"). A pair taken over from another calibrator gets its last 24 h of funding points
+ * re-published (the previous owner may have died before publishing them; consumers dedupe by key and timestamp).
+ */
+function startOwnership(
+  pairs: readonly SourcePair[],
+  brokers: string[],
+  common: { clientId: string; prefix: string; replicationFactor: number },
+  cache: MarketCache,
+  logger: ChildLogger,
+  publisher: () => KafkaPublisher,
+): PairOwnership {
+  const log = logger.child({ component: 'kafka-ownership' });
+  let before = new Set<string>();
+  let generations = 0;
+  const ownership: PairOwnership = new PairOwnership({
+    kafka: new Kafka(kafkaClientConfig(brokers, `${common.clientId}-ownership`, log)),
+    pairs,
+    prefix: common.prefix,
+    replicationFactor: common.replicationFactor,
+    logger: log,
+    onChange: (owned) => {
+      if (owned.length > 0) cache.setExpectedPairs(owned);
+      const now = new Set(owned.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`));
+      if (generations++ > 0) {
+        for (const p of owned) {
+          if (before.has(`${p.source}:${p.pair.base}/${p.pair.quote}`)) continue;
+          republishFunding(cache, p, publisher());
+        }
+      }
+      if (owned.length > 0) before = now;
+    },
+  }).start();
+  cache.setHold(() => {
+    const st = ownership.stats();
+    if (!st.assigned) {
+      return { status: 'assigning-pairs', message: `waiting for the calibrator ownership group to assign PAIRS (${pairs.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`).join(', ')})${st.lastError ? `: ${st.lastError}` : ''}` };
+    }
+    if (st.owned.length === 0) return { status: 'standby', message: `standby: every pair of PAIRS is owned by another calibrator (${st.standby.join(', ')})` };
+    return null;
+  });
+  return ownership;
+}
+
+/** Enqueue the last 24 h of funding points of `p`'s perpetuals (a pair just taken over). */
+function republishFunding(cache: MarketCache, p: SourcePair, publisher: KafkaPublisher): void {
+  const nowS = cache.clock.now();
+  for (const inst of cache.funding.instruments(p.source)) {
+    if (inst.pair.base !== p.pair.base || inst.pair.quote !== p.pair.quote) continue;
+    for (const pt of cache.funding.range(p.source, inst.instrumentId, nowS - 86_400, nowS, 10_000)) {
+      publisher.enqueue({
+        type: 'funding',
+        point: { kind: 'funding', source: p.source, instrumentId: inst.instrumentId, base: p.pair.base, quote: p.pair.quote, interest: pt.interest, intervalHours: inst.intervalHours, timestamp: pt.timestamp },
+      });
+    }
+  }
 }
 
 /**
