@@ -121,7 +121,6 @@ function startOwnership(
 ): PairOwnership {
   const log = logger.child({ component: 'kafka-ownership' });
   let before = new Set<string>();
-  let generations = 0;
   const ownership: PairOwnership = new PairOwnership({
     kafka: new Kafka(kafkaClientConfig(brokers, `${common.clientId}-ownership`, log)),
     pairs,
@@ -131,7 +130,8 @@ function startOwnership(
     onChange: (owned) => {
       if (owned.length > 0) cache.setExpectedPairs(owned);
       const now = new Set(owned.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`));
-      if (generations++ > 0) {
+      // not on the first assignment of this process (the start-up restore-and-compare covers that)
+      if (ownership.stats().generations > 1) {
         for (const p of owned) {
           if (before.has(`${p.source}:${p.pair.base}/${p.pair.quote}`)) continue;
           republishFunding(cache, p, publisher());

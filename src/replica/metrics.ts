@@ -11,8 +11,9 @@
  * - `volsurf_replica_partitions_behind`: partitions not yet read to their end offset of the start;
  * - `volsurf_replica_catch_up_seconds`: start() to caught up (absent before);
  * - `volsurf_replica_documents_total{kind}`: documents applied (surfaces, forwardCurves, funding);
- * - `volsurf_replica_ignored_total{reason}`: documents ignored, `invalid` (failed to parse/validate/rebuild) or
- *   `older` (older than the one held for their key).
+ * - `volsurf_replica_ignored_total{reason}`: documents ignored, `invalid` (failed to parse/validate/rebuild),
+ *   `older` (older than the one held for their key) or `superseded` (a later document of the same key was in the
+ *   same fetched batch: only that one was applied).
  * Values are read from `KafkaReplica.stats()` at scrape time. Units per the Prometheus naming guide
  * (https://prometheus.io/docs/practices/naming/).
  */
@@ -75,13 +76,14 @@ export class ReplicaMetrics {
     });
     new Counter({
       name: 'volsurf_replica_ignored_total',
-      help: 'Documents ignored: invalid (parse/validation/rebuild failed) or older than the one held for their key',
+      help: 'Documents ignored: invalid (parse/validation/rebuild failed), older than the one held for their key, or superseded within a fetched batch',
       labelNames: ['reason'],
       registers,
       collect() {
         const s = stats();
         self.addIncrease(this, 'ign:invalid', { reason: 'invalid' }, s.invalid);
         self.addIncrease(this, 'ign:older', { reason: 'older' }, s.older);
+        self.addIncrease(this, 'ign:superseded', { reason: 'superseded' }, s.superseded);
       },
     });
   }
