@@ -72,7 +72,8 @@ export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: read
     return { role: config.ROLE, publisher: null, replica, ownership: null, close: () => replica.close() };
   }
   if (!brokers) return { role: config.ROLE, publisher: null, replica: null, ownership: null, close: async () => {} };
-  const ownership = config.PAIRS ? startOwnership(config.PAIRS, brokers, common, cache, logger, () => publisher) : null;
+  let publisherRef: KafkaPublisher | null = null;
+  const ownership = config.PAIRS ? startOwnership(config.PAIRS, brokers, common, cache, logger, () => publisherRef) : null;
   const publisher: KafkaPublisher = new KafkaPublisher({
     ...common,
     brokers,
@@ -90,6 +91,7 @@ export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: read
         )
       : cache.updates$,
   );
+  publisherRef = publisher;
   logger.info({ brokers, prefix: common.prefix, role: config.ROLE, sharded: ownership !== null }, 'publishing to Kafka');
   if (config.ROLE === 'all') restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
   return {
@@ -108,8 +110,9 @@ export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: read
 /**
  * Join the calibrator ownership group for `pairs` (src/publish/ownership.ts): the cache is held ("assigning-pairs")
  * until the first assignment, then /ready waits for the owned pairs only; a calibrator owning none of its PAIRS is
- * a standby (held, "standby"). A pair taken over from another calibrator gets its last 24 h of funding points
- * re-published (the previous owner may have died before publishing them; consumers dedupe by key and timestamp).
+ * a standby (held, "standby"). A pair gained after the first assignment gets its recent funding points re-published
+ * (taken over: the previous owner may have died before publishing them; regained after a rebalance: points that
+ * arrived meanwhile were filtered out); consumers dedupe by key and timestamp.
  */
 function startOwnership(
   pairs: readonly SourcePair[],
@@ -117,10 +120,11 @@ function startOwnership(
   common: { clientId: string; prefix: string; replicationFactor: number },
   cache: MarketCache,
   logger: ChildLogger,
-  publisher: () => KafkaPublisher,
+  publisher: () => KafkaPublisher | null,
 ): PairOwnership {
   const log = logger.child({ component: 'kafka-ownership' });
   let before = new Set<string>();
+  let lostAtS: number | null = null;
   const ownership: PairOwnership = new PairOwnership({
     kafka: new Kafka(kafkaClientConfig(brokers, `${common.clientId}-ownership`, log)),
     pairs,
@@ -128,16 +132,27 @@ function startOwnership(
     replicationFactor: common.replicationFactor,
     logger: log,
     onChange: (owned) => {
+      const label = (p: SourcePair): string => `${p.source}:${p.pair.base}/${p.pair.quote}`;
+      const now = new Set(owned.map(label));
       if (owned.length > 0) cache.setExpectedPairs(owned);
-      const now = new Set(owned.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`));
-      // not on the first assignment of this process (the start-up restore-and-compare covers that)
-      if (ownership.stats().generations > 1) {
+      const pub = publisher();
+      // surfaces/curves waiting for a pair lost are not sent (its new owner publishes it)
+      const dropped = pub?.discardPending((source, pair) => ownership.owns(source, pair)) ?? 0;
+      if (dropped > 0) log.info({ dropped }, 'dropped documents waiting for pairs no longer owned');
+      if ([...before].some((k) => !now.has(k)) && lostAtS === null) lostAtS = cache.clock.now();
+      // Funding points that arrived while a pair was not owned were not enqueued: on (re)gaining a pair after the
+      // first assignment, re-publish its recent points (a pair held before the revocation: since an hour before it;
+      // a pair taken over from another calibrator: the last 24 h). Consumers dedupe by key and timestamp.
+      if (ownership.stats().generations > 1 && pub) {
         for (const p of owned) {
-          if (before.has(`${p.source}:${p.pair.base}/${p.pair.quote}`)) continue;
-          republishFunding(cache, p, publisher());
+          const sinceS = before.has(label(p)) ? (lostAtS ?? cache.clock.now()) - 3600 : cache.clock.now() - 86_400;
+          republishFunding(cache, p, pub, sinceS);
         }
       }
-      if (owned.length > 0) before = now;
+      if (owned.length > 0) {
+        before = now;
+        lostAtS = null;
+      }
     },
   }).start();
   cache.setHold(() => {
@@ -151,12 +166,12 @@ function startOwnership(
   return ownership;
 }
 
-/** Enqueue the last 24 h of funding points of `p`'s perpetuals (a pair just taken over). */
-function republishFunding(cache: MarketCache, p: SourcePair, publisher: KafkaPublisher): void {
+/** Enqueue the funding points of `p`'s perpetuals settled since `sinceS` (a pair just gained). */
+function republishFunding(cache: MarketCache, p: SourcePair, publisher: KafkaPublisher, sinceS: number): void {
   const nowS = cache.clock.now();
   for (const inst of cache.funding.instruments(p.source)) {
     if (inst.pair.base !== p.pair.base || inst.pair.quote !== p.pair.quote) continue;
-    for (const pt of cache.funding.range(p.source, inst.instrumentId, nowS - 86_400, nowS, 10_000)) {
+    for (const pt of cache.funding.range(p.source, inst.instrumentId, sinceS, nowS + 3600, 10_000).reverse()) {
       publisher.enqueue({
         type: 'funding',
         point: { kind: 'funding', source: p.source, instrumentId: inst.instrumentId, base: p.pair.base, quote: p.pair.quote, interest: pt.interest, intervalHours: inst.intervalHours, timestamp: pt.timestamp },

@@ -80,4 +80,31 @@ describe.skipIf(!kafka)('calibrator pair ownership through a Kafka consumer grou
     expect((await admin.fetchTopicOffsets(ownershipNames(prefix).topic)).length).toBe(ALL_SOURCE_PAIRS.length);
     await admin.disconnect();
   }, 180_000);
+
+  it('a pure standby (every pair it names is held) stays in the group without churn, and takes over on leave', async () => {
+    const client = new Kafka({ clientId: 'own-test', brokers, logLevel: logLevel.NOTHING });
+    const p2 = `${prefix}standby.`;
+    const a = new PairOwnership({ kafka: client, prefix: p2, pairs: pairs('DERIBIT:SOL/USDC') });
+    const c = new PairOwnership({ kafka: client, prefix: p2, pairs: pairs('DERIBIT:SOL/USDC') });
+    members.push(a, c);
+    a.start();
+    await eventually(() => a.stats().owned.length === 1, 60_000, 'A owns SOL/USDC');
+    c.start();
+    await eventually(() => c.stats().assigned, 60_000, 'C joined');
+    expect(c.stats().owned).toEqual([]);
+    expect(c.stats().standby).toEqual(['DERIBIT:SOL/USDC']);
+    // two session timeouts (6 s each): a standby that did not heartbeat would be evicted and rejoin, a rebalance
+    // that would show as a new generation on A
+    const gen = a.stats().generations;
+    await new Promise((r) => setTimeout(r, 13_000));
+    expect(a.stats().generations).toBe(gen);
+    expect(a.stats().owned).toEqual(['DERIBIT:SOL/USDC']);
+    expect(c.stats().owned).toEqual([]);
+    await a.close();
+    await eventually(() => c.stats().owned.length === 1, 30_000, 'C took SOL/USDC over');
+    const admin = client.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [ownershipNames(p2).topic] }).catch(() => {});
+    await admin.disconnect();
+  }, 120_000);
 });
