@@ -263,8 +263,8 @@ const VolRangeResults = z.object({
 
 const HealthResult = z.object({ status: z.literal('ok') });
 const ReadyResult = z.object({
-  status: z.enum(['ready', 'warming-up', 'catching-up', 'assigning-pairs']).describe('catching-up: an API replica still reading its Kafka topics up to the end offsets it saw at start; assigning-pairs: a sharded calibrator waiting for its pair assignment'),
-  message: z.string().optional().describe('Why the process holds every answer (catching-up, assigning-pairs)'),
+  status: z.enum(['ready', 'warming-up', 'catching-up', 'assigning-pairs', 'standby']).describe('catching-up: an API replica still reading its Kafka topics up to the end offsets it saw at start; assigning-pairs: a sharded calibrator waiting for its pair assignment; standby: a sharded calibrator whose PAIRS are all owned by other calibrators'),
+  message: z.string().optional().describe('Why the process holds every answer (catching-up, assigning-pairs, standby)'),
   missing: z.array(z.string()),
   pairs: z.array(
     z.object({
