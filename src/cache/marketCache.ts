@@ -35,6 +35,13 @@ export type Unavailable =
   | { readonly reason: 'warming-up'; readonly message: string }
   | { readonly reason: 'stale'; readonly message: string; readonly sinceS: number };
 
+/**
+ * Seconds after its settlement by which a funding point is expected on a replica: the Deribit adapter fetches a
+ * just-settled hour and retries 5 times 60 s apart (adapters/deribit/feed.ts), OKX and Bybit publish at settlement;
+ * 15 min covers those retries and the publish path.
+ */
+export const FUNDING_GRACE_S = 900;
+
 /** A process-wide reason to answer nothing yet (see {@link MarketCache.setHold}). */
 export interface Hold {
   /** Short state for /ready, e.g. `catching-up`. */
@@ -209,6 +216,33 @@ export class MarketCache {
         reason: 'stale',
         sinceS: since,
         message: `market data for ${label} is stale: no update since ${new Date(since * 1000).toISOString()} (limit ${this.staleAfterS} s)`,
+      };
+    }
+    return null;
+  }
+
+  /**
+   * Why a funding-rate query of (source, instrumentId) up to `endS` (Unix s) cannot be answered now, or null:
+   * the hold (a replica still catching up), or - when judging by document time (replicas) - a gap: the next point
+   * after the newest one held (newest + the instrument's interval) should have arrived `FUNDING_GRACE_S` after it
+   * settled, and the query's range reaches it. A query that ends before the gap is complete and answered.
+   * Unknown instruments are left to the caller (404 / not connected).
+   */
+  fundingUnavailable(source: Source, instrumentId: string, endS: number): Unavailable | null {
+    const held = this.held();
+    if (held) return { reason: 'warming-up', message: held.message };
+    if (!this.byDocumentTime) return null;
+    const info = this.funding.instruments(source).find((i) => i.instrumentId === instrumentId);
+    if (!info || info.lastTimestamp === null) return null;
+    const next = info.lastTimestamp + info.intervalHours * 3600;
+    const now = this.clock.now();
+    if (endS >= next && now > next + FUNDING_GRACE_S) {
+      return {
+        reason: 'stale',
+        sinceS: info.lastTimestamp,
+        message:
+          `funding rates of ${source} ${instrumentId} are stale: newest point settled at ${new Date(info.lastTimestamp * 1000).toISOString()}, ` +
+          `the next (every ${info.intervalHours} h) is ${Math.round(now - next)} s overdue (grace ${FUNDING_GRACE_S} s)`,
       };
     }
     return null;

@@ -3,7 +3,7 @@
  * keeps every answer (and /ready) at 503 while a replica catches up. Service clock injected; no broker.
  */
 import { describe, expect, it } from 'vitest';
-import { MarketCache } from '../../src/cache/marketCache.js';
+import { FUNDING_GRACE_S, MarketCache } from '../../src/cache/marketCache.js';
 import { buildApp } from '../../src/api/app.js';
 import type { Clock } from '../../src/domain/clock.js';
 import { makeSurface } from '../metrics/helpers.js';
@@ -65,6 +65,46 @@ describe('per-kind staleness and the hold (replica cache)', () => {
       expect(r.statusCode).toBe(200);
       expect(r.json().status).toBe('ready');
       expect((await app.inject({ method: 'GET', url: '/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SABR' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('funding on a replica: a query reaching an overdue point is 503 stale; one ending before it is answered', async () => {
+    const { cache, clock } = setup(true);
+    const hour = Math.floor(T0 / 3600) * 3600;
+    for (let h = 5; h >= 2; h--) {
+      cache.addFunding({ kind: 'funding', source: 'DERIBIT', instrumentId: 'BTC-PERPETUAL', base: 'BTC', quote: 'USD', interest: 1e-5 * h, intervalHours: 1, timestamp: hour - h * 3600 });
+    }
+    // newest point hour-2h: the next (hour-1h) is overdue once its grace (FUNDING_GRACE_S) has passed
+    clock.t = hour - 3600 + FUNDING_GRACE_S; // exactly at the grace: not yet overdue
+    expect(cache.fundingUnavailable('DERIBIT', 'BTC-PERPETUAL', clock.t)).toBeNull();
+    clock.t += 1;
+    const u = cache.fundingUnavailable('DERIBIT', 'BTC-PERPETUAL', clock.t);
+    expect(u?.reason).toBe('stale');
+    expect(u?.message).toBe(
+      `funding rates of DERIBIT BTC-PERPETUAL are stale: newest point settled at ${new Date((hour - 7200) * 1000).toISOString()}, the next (every 1 h) is ${FUNDING_GRACE_S + 1} s overdue (grace ${FUNDING_GRACE_S} s)`,
+    );
+    // a range that ends before the missing point is complete
+    expect(cache.fundingUnavailable('DERIBIT', 'BTC-PERPETUAL', hour - 3601)).toBeNull();
+    const app = await buildApp({ cache });
+    try {
+      const q = (end: number) => `/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=BTC-PERPETUAL&startTime=${hour - 86400}&endTime=${end}`;
+      let r = await app.inject({ method: 'GET', url: q(Math.floor(clock.t)) });
+      expect(r.statusCode).toBe(503);
+      expect(r.json().message).toMatch(/^funding rates of DERIBIT BTC-PERPETUAL are stale/);
+      r = await app.inject({ method: 'GET', url: q(hour - 7200) });
+      expect(r.statusCode).toBe(200);
+      expect(r.json().map((p: { timestamp: number }) => p.timestamp)).toEqual([hour - 7200, hour - 10800, hour - 14400, hour - 18000]);
+      // the calibrator's rule (no document freshness) answers the history as it is
+      cache.judgeByDocumentTime(false);
+      expect((await app.inject({ method: 'GET', url: q(Math.floor(clock.t)) })).statusCode).toBe(200);
+      // and a hold holds funding too
+      cache.setHold(() => ({ status: 'catching-up', message: 'catching up with Kafka: funding-updates/0 ...' }));
+      r = await app.inject({ method: 'GET', url: q(hour - 7200) });
+      expect(r.statusCode).toBe(503);
+      expect(r.json().message).toBe('catching up with Kafka: funding-updates/0 ...');
+      expect((await app.inject({ method: 'GET', url: '/api/v1/global/data/fundingInstruments?source=DERIBIT' })).statusCode).toBe(503);
     } finally {
       await app.close();
     }
