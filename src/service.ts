@@ -134,7 +134,8 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     logger,
     // an API replica never publishes: no publisher series; its own consumer series instead
     ...(config.ROLE === 'api' ? {} : { publisher: () => kafka.publisher }),
-    ...(kafka.replica ? { registries: () => [kafka.replica!.metrics.registry] } : {}),
+    // the replica's consumer series (ROLE=api), the ownership series of a sharded calibrator
+    registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry].filter((r) => r !== undefined),
   });
   const seenPairs = new Set<string>();
   const worker = new CalibrationWorker({ sabrBeta: config.SABR_BETA });

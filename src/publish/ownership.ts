@@ -23,6 +23,7 @@
  * calibrator whose PAIRS name them (a hot standby), otherwise nobody publishes them and API replicas turn them stale.
  */
 import kafkajs, { type Admin, type Consumer, type Kafka } from 'kafkajs';
+import { Counter, Gauge, Registry } from 'prom-client';
 import { ALL_SOURCE_PAIRS, pairKey, type Pair, type Source, type SourcePair } from '../domain/markets.js';
 import { backoffMs, sleep, silentLogger, type KafkaLogger } from './topics.js';
 
@@ -144,12 +145,42 @@ export class PairOwnership {
   private loopDone: Promise<void> | null = null;
   private leaseTimer: NodeJS.Timeout | null = null;
   private restartRequested = false;
+  private generationsSeen = 0;
+  /**
+   * Prometheus series of the ownership (exposed on the calibrator's /metrics):
+   * `volsurf_calibrator_pair_owned{source,pair}` 1 when this calibrator owns the pair now, 0 for a pair of its PAIRS
+   * it does not own (standby); `volsurf_calibrator_ownership_generations_total`: group generations joined
+   * (rebalances).
+   */
+  readonly registry = new Registry();
 
   constructor(private readonly opts: PairOwnershipOptions) {
     this.names = ownershipNames(opts.prefix);
     this.logger = opts.logger ?? silentLogger;
     this.sessionTimeoutMs = opts.sessionTimeoutMs ?? 6000;
     this.wants = opts.pairs.map((p) => pairPartition(p.source, p.pair)).filter((i) => i >= 0);
+    const self = this;
+    new Gauge({
+      name: 'volsurf_calibrator_pair_owned',
+      help: 'Whether this calibrator owns the pair now (1) or is its standby (0), for each pair of its PAIRS',
+      labelNames: ['source', 'pair'],
+      registers: [this.registry],
+      collect() {
+        for (const i of self.wants) {
+          const p = ALL_SOURCE_PAIRS[i]!;
+          this.set({ source: p.source, pair: `${p.pair.base}/${p.pair.quote}` }, self.active.has(i) ? 1 : 0);
+        }
+      },
+    });
+    new Counter({
+      name: 'volsurf_calibrator_ownership_generations_total',
+      help: 'Consumer-group generations this calibrator joined in the ownership group (each rebalance adds one)',
+      registers: [this.registry],
+      collect() {
+        this.inc(self.generations - self.generationsSeen);
+        self.generationsSeen = self.generations;
+      },
+    });
   }
 
   /** Join the group in the background (returns at once). */

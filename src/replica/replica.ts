@@ -231,6 +231,10 @@ export class KafkaReplica {
     const consumer = this.kafka.consumer({
       groupId: uniqueGroupId(this.opts.clientId ?? 'vol-surface-service', 'replica'),
       maxWaitTimeInMs: 100,
+      // big fetches: a replica that is behind gets many versions of a key per batch and applies only the last
+      // (kafkajs defaults: 1 MiB per partition, 10 MiB per fetch)
+      maxBytesPerPartition: 16 * 1024 * 1024,
+      maxBytes: 64 * 1024 * 1024,
       allowAutoTopicCreation: false,
       retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 2000 },
     });

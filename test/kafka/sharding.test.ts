@@ -19,10 +19,11 @@ import type { RunningService } from '../../src/service.js';
 import { topicNames } from '../../src/publish/topics.js';
 import { ownershipNames } from '../../src/publish/ownership.js';
 import { consumeUntil } from './helpers.js';
+import { one, parseProm, pick } from '../metrics/helpers.js';
 
 const kafka = await ensureKafka();
 
-const STALE_AFTER_S = 8;
+const STALE_AFTER_S = 15;
 /** Allowance over STALE_AFTER_S for a loaded 2-core machine (polling, event-loop delay). */
 const MARGIN_S = 20;
 const A_PAIRS = ['DERIBIT:BTC/USD', 'DERIBIT:ETH/USD'];
@@ -72,6 +73,10 @@ describe.skipIf(!kafka)('sharded calibrators and API replicas (simulators + real
       expect(ready.pairs.map((p) => `${p.source}:${p.pair}`)).toEqual(own);
       expect(svc.kafka.ownership!.stats().owned).toEqual(own);
     }
+    // its ownership on its /metrics
+    const { samples } = parseProm((await http('GET', `${a.url}/metrics`)).body as string);
+    expect(pick(samples, 'volsurf_calibrator_pair_owned').map((x) => `${x.labels.source}:${x.labels.pair}=${x.value}`)).toEqual(A_PAIRS.map((k) => `${k}=1`));
+    expect(one(samples, 'volsurf_calibrator_ownership_generations_total')).toBeGreaterThanOrEqual(1);
     // A follows only its pairs: no other Deribit pair was ever calibrated.
     expect(a.cache.allSurfaces().map((s) => `${s.source}:${s.pair.base}/${s.pair.quote}`).every((k) => A_PAIRS.includes(k))).toBe(true);
     expect(a.feeds.map((f) => f.source)).toEqual(['DERIBIT']);
