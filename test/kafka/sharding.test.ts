@@ -23,8 +23,12 @@ import { one, parseProm, pick } from '../metrics/helpers.js';
 
 const kafka = await ensureKafka();
 
-const STALE_AFTER_S = 15;
-/** Allowance over STALE_AFTER_S for a loaded 2-core machine (polling, event-loop delay). */
+const STALE_AFTER_S = 30;
+/**
+ * STALE_AFTER_S is the default (30 s): on a loaded 2-core machine sharing the broker with other suites, four services
+ * and two simulators in one process can run several seconds behind, and the healthy calibrator's pairs must stay
+ * fresh throughout. MARGIN_S: allowance over it for polling and event-loop delay.
+ */
 const MARGIN_S = 20;
 const A_PAIRS = ['DERIBIT:BTC/USD', 'DERIBIT:ETH/USD'];
 const B_PAIRS = ['OKX:BTC/USD', 'OKX:ETH/USD'];
@@ -98,8 +102,7 @@ describe.skipIf(!kafka)('sharded calibrators and API replicas (simulators + real
         ).catch((err: Error) => {
           throw new Error(`${err.message}; last answer ${JSON.stringify(last)}; ready ${JSON.stringify(r.kafka.replica!.stats())}`);
         });
-        const curve = await http('GET', curveUrl(r.url, key));
-        expect(curve.status, JSON.stringify(curve.body)).toBe(200);
+        await waitFor(async () => (await http('GET', curveUrl(r.url, key))).status === 200, 60_000, `${key} forward curve 200 on a replica`);
       }
     }
     // Only owned pairs on the topic, each from its calibrator.
