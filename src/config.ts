@@ -5,10 +5,12 @@
  * Defaults give the embedded simulated market with no configuration at all.
  */
 import { z } from 'zod';
-import { resolveSource, type Source } from './domain/markets.js';
+import { parseSourcePairs, resolveSource, SUPPORTED_PAIRS, type Source, type SourcePair } from './domain/markets.js';
 import { parseStartTime } from './domain/clock.js';
 import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './kafka/config.js';
 import { SECURITY_CONFIG_SHAPE, metricsConfigIssue, securityConfigIssue } from './api/plugins/securityConfig.js';
+
+const ALL_PAIRS_OF = (source: Source): SourcePair[] => SUPPORTED_PAIRS[source].map((pair) => ({ source, pair }));
 
 const bool = z.stringbool();
 
@@ -49,6 +51,23 @@ export const ConfigSchema = z
         }
         return out as readonly Source[];
       }),
+    /**
+     * Sharding: the (source, pair)s this process follows, e.g. `DERIBIT:BTC/USD,OKX:BTC/USD`; default every pair of
+     * SOURCES. A calibrator subscribes only to these pairs' instruments, calibrates and publishes only these, and
+     * with KAFKA_BROKERS claims them through the `calibrator-assignments` consumer group (docs/events.md
+     * "Sharded calibrators"). An API replica waits in /ready for these (the union its calibrators publish).
+     */
+    PAIRS: z
+      .string()
+      .transform((v, ctx) => {
+        const r = parseSourcePairs(v);
+        if ('error' in r) {
+          ctx.addIssue({ code: 'custom', message: r.error });
+          return z.NEVER;
+        }
+        return r.pairs;
+      })
+      .optional(),
     /** Replay speed: 0 = as fast as possible, 1 = recorded speed, 10 = ten times faster. */
     REPLAY_SPEED: z.coerce.number().min(0).default(0),
     /** Data older than this many seconds is stale: REST answers 503 instead of a silent stale value. */
@@ -118,6 +137,17 @@ export const ConfigSchema = z
     if (c.SIM_START_TIME !== undefined && c.MARKET_SOURCE !== 'simulated') {
       ctx.addIssue({ code: 'custom', path: ['SIM_START_TIME'], message: 'applies only to MARKET_SOURCE=simulated' });
     }
+    if (c.PAIRS) {
+      const outside = c.PAIRS.filter((p) => !c.SOURCES.includes(p.source));
+      if (outside.length > 0) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['PAIRS'],
+          message: `names ${outside.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`).join(', ')} but SOURCES is ${c.SOURCES.join(',')} (add the source to SOURCES or drop the pair)`,
+        });
+      }
+      if (c.MARKET_SOURCE === 'replay') ctx.addIssue({ code: 'custom', path: ['PAIRS'], message: 'is not supported with MARKET_SOURCE=replay (the recording decides the pairs)' });
+    }
     const kafkaIssue = kafkaConfigIssue(c);
     if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });
     const securityIssue = securityConfigIssue(c);
@@ -125,6 +155,20 @@ export const ConfigSchema = z
     const metricsIssue = metricsConfigIssue(c);
     if (metricsIssue) ctx.addIssue({ code: 'custom', path: [metricsIssue.path], message: metricsIssue.message });
   });
+
+/**
+ * The (source, pair)s a process follows: PAIRS when set, else every supported pair of SOURCES.
+ */
+export function followedPairs(c: Pick<Config, 'PAIRS' | 'SOURCES'>): SourcePair[] {
+  if (c.PAIRS) return [...c.PAIRS];
+  return c.SOURCES.flatMap((source) => ALL_PAIRS_OF(source));
+}
+
+/** The sources a process connects: those of {@link followedPairs}, in SOURCES order. */
+export function followedSources(c: Pick<Config, 'PAIRS' | 'SOURCES'>): Source[] {
+  const pairs = followedPairs(c);
+  return c.SOURCES.filter((s) => pairs.some((p) => p.source === s));
+}
 
 /** Variables whose values are secrets: never echoed in a configuration error. */
 const SECRET_VARIABLES = new Set(['API_KEYS', 'METRICS_KEY']);

@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   logger.info({ url: shown, dashboard, metrics }, `HTTP listening at ${shown} (${links}; readiness ${shown}/ready)`);
 
   const readyTimer = setInterval(() => {
-    if (svc.cache.expected().length > 0 && svc.cache.missing().length === 0) {
+    if (!svc.cache.held() && svc.cache.expected().length > 0 && svc.cache.missing().length === 0) {
       clearInterval(readyTimer);
       logger.info(
         { url: shown, dashboard },

@@ -11,10 +11,10 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { merge, type Observable } from 'rxjs';
-import type { Config } from './config.js';
+import { followedPairs, followedSources, type Config } from './config.js';
 import { MarketClock, SimulatedClock, systemClock, type Clock } from './domain/clock.js';
 import type { MarketEvent } from './domain/events.js';
-import { SUPPORTED_PAIRS, type Pair, type Source } from './domain/markets.js';
+import type { Pair, Source } from './domain/markets.js';
 import { MarketCache } from './cache/marketCache.js';
 import { buildApp } from './api/app.js';
 import { buildMetricsApp, installMetrics } from './api/plugins/metrics.js';
@@ -33,7 +33,7 @@ import type { SimulatedExchanges, SimulatorEndpoints } from '../adapters/simulat
 import type { SimulatorProcess, SimulatorProcessOptions } from '../adapters/simulator/processClient.js';
 import { startKafkaRole, type KafkaWiring } from './kafka/wiring.js';
 import { buildHealthApp } from './api/healthApp.js';
-import { expectedPairs, liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
+import { liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
 
 /** A running service. */
 export interface RunningService {
@@ -80,7 +80,6 @@ export interface ServiceOverrides extends OkxBybitOverrides {
   readonly simulator?: Partial<DeribitSimulatorOptions>;
 }
 
-const DERIBIT_PAIRS: readonly Pair[] = SUPPORTED_PAIRS.DERIBIT;
 
 /** The plain-data (number, string, boolean) fields of simulator options: what crosses to the simulator process. */
 function plain<T extends object>(o: T | undefined): Record<string, number | string | boolean> {
@@ -90,7 +89,8 @@ function plain<T extends object>(o: T | undefined): Record<string, number | stri
 }
 
 /** Start everything per `config`; resolves once the HTTP server listens. */
-export async function startService(config: Config, logger: Logger, overrides: ServiceOverrides = {}): Promise<RunningService> {
+export async function startService(config: Config, logger: Logger, overridesIn: ServiceOverrides = {}): Promise<RunningService> {
+  let overrides = overridesIn;
   const replay = config.MARKET_SOURCE === 'replay';
   // replay: the recorded messages' time; simulated with SIM_START_TIME: a clock from that start (tests run the
   // same market at any hour); otherwise the wall clock. Every part of the service and the simulators read it.
@@ -100,7 +100,16 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       ? new SimulatedClock(config.SIM_START_TIME)
       : systemClock;
   const clockMs = (): number => clock.now() * 1000;
-  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : expectedPairs(config.SOURCES);
+  // PAIRS (sharding) narrows the pairs followed, and the sources connected to those of the pairs.
+  const sources = followedSources(config);
+  const followed = followedPairs(config);
+  const pairsOf = (source: Source): Pair[] => followed.filter((p) => p.source === source).map((p) => p.pair);
+  overrides = {
+    ...overrides,
+    okx: { pairs: pairsOf('OKX'), ...overrides.okx },
+    bybit: { pairs: pairsOf('BYBIT'), ...overrides.bybit },
+  };
+  const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : followed;
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
   // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
   const kafka = startKafkaRole(config, cache, logger);
@@ -119,16 +128,16 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     const separate = config.SIMULATOR_PROCESS === 'separate';
     // SIM_HISTORY_HOURS of market history before now (with Deribit): the simulator serves its continuation and the
     // iVSummary 24 h changes are seeded from it (streams/simulatedHistory.ts).
-    if (config.SOURCES.includes('DERIBIT') && config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
+    if (sources.includes('DERIBIT') && config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
       const { prepareSimulatedHistory } = await import('../streams/simulatedHistory.js');
-      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources: config.SOURCES, buildMarket: !separate, clock: clockMs });
+      simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources, buildMarket: !separate, clock: clockMs });
     }
     const port = overrides.simulatorPort !== undefined ? { port: overrides.simulatorPort } : {};
     let endpoints: SimulatorEndpoints;
     if (separate) {
       const { startSimulatorProcess } = await import('../adapters/simulator/processClient.js');
       const opts: SimulatorProcessOptions = {
-        sources: config.SOURCES,
+        sources,
         seed: config.SIM_SEED,
         // the child runs on this service's clock: the same offset from the machine's wall clock
         clockOffsetMs: clockMs() - Date.now(),
@@ -143,7 +152,7 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     } else {
       const { startSimulatedExchanges } = await import('../adapters/simulator/exchanges.js');
       exchanges = await startSimulatedExchanges({
-        sources: config.SOURCES,
+        sources,
         seed: config.SIM_SEED,
         clock: clockMs,
         ...(simHistory?.market ? { market: simHistory.market } : {}),
@@ -154,10 +163,10 @@ export async function startService(config: Config, logger: Logger, overrides: Se
       endpoints = exchanges.endpoints;
       logger.info({ ...endpoints }, 'simulated exchanges listening in this process');
     }
-    feeds.push(...simulatedFeeds(endpoints, clock, feedLogger, overrides));
+    feeds.push(...simulatedFeeds(endpoints, clock, feedLogger, { ...overrides, deribit: { pairs: pairsOf('DERIBIT'), ...overrides.deribit } }));
   } else if (config.MARKET_SOURCE === 'live') {
-    if (config.SOURCES.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: DERIBIT_PAIRS, logger: feedLogger, clock, ...overrides.deribit }));
-    feeds.push(...liveOkxBybitFeeds(config, config.SOURCES, clock, feedLogger, overrides));
+    if (sources.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: pairsOf('DERIBIT'), logger: feedLogger, clock, ...overrides.deribit }));
+    feeds.push(...liveOkxBybitFeeds(config, sources, clock, feedLogger, overrides));
   } else {
     const replays: ReplayFeed[] = replayFeeds(config, clock as MarketClock, feedLogger);
     feeds.push(...replays);
@@ -177,7 +186,10 @@ export async function startService(config: Config, logger: Logger, overrides: Se
     ...(clock instanceof SimulatedClock ? { wallNowS: () => clock.now() } : {}),
     events$,
     logger,
-    publisher: () => kafka.publisher,
+    // an API replica never publishes: no publisher series; its own consumer series instead
+    ...(config.ROLE === 'api' ? {} : { publisher: () => kafka.publisher }),
+    // the replica's consumer series (ROLE=api), the ownership series of a sharded calibrator
+    registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry].filter((r) => r !== undefined),
     market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
   });
   const seenPairs = new Set<string>();

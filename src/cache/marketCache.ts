@@ -6,6 +6,15 @@
  * Freshness: a (source, pair) is `stale` when its feed is disconnected or its newest market data is
  * older than `staleAfterS` on the service clock (the replay clock in replay). A disconnect never
  * erases a value; it only makes the API say 503 with the reason and since when (decisions.md).
+ *
+ * Two additions for Kafka API replicas (docs/events.md "API replicas"):
+ * - a *hold* ({@link MarketCache.setHold}): a process-wide reason not to answer at all yet (a replica that has not
+ *   read its topics up to the end offsets it saw at start; a sharded calibrator that does not know its pairs yet);
+ *   every `unavailable()` answers it and /ready reports it;
+ * - *document freshness* ({@link MarketCache.judgeByDocumentTime}): staleness judged per document kind, a surface
+ *   by its own (source, pair, model) `observationTimestamp`, a forward curve by its own, instead of by the newest
+ *   market data of the pair (a replica sees documents, not market data: a fresh forward curve must not make an old
+ *   surface look fresh).
  */
 import { Subject } from 'rxjs';
 import type { Clock } from '../domain/clock.js';
@@ -27,6 +36,21 @@ export type Unavailable =
   | { readonly reason: 'warming-up'; readonly message: string }
   | { readonly reason: 'stale'; readonly message: string; readonly sinceS: number };
 
+/**
+ * Seconds after its settlement by which a funding point is expected on a replica: the Deribit adapter fetches a
+ * just-settled hour and retries 5 times 60 s apart (adapters/deribit/feed.ts), OKX and Bybit publish at settlement;
+ * 15 min covers those retries and the publish path.
+ */
+export const FUNDING_GRACE_S = 900;
+
+/** A process-wide reason to answer nothing yet (see {@link MarketCache.setHold}). */
+export interface Hold {
+  /** Short state for /ready, e.g. `catching-up`. */
+  readonly status: string;
+  /** Human sentence for /ready and every 503, e.g. `catching up with Kafka: 2 of 9 partitions behind ...`. */
+  readonly message: string;
+}
+
 interface FeedState {
   connected: boolean;
   /** Service-clock seconds of the last connect/disconnect. */
@@ -44,6 +68,8 @@ export class MarketCache {
   readonly history = new SurfaceHistory();
   /** Every write, in order. */
   readonly updates$ = new Subject<CacheUpdate>();
+  private hold: (() => Hold | null) | null = null;
+  private byDocumentTime = false;
 
   /**
    * @param clock the service clock (wall clock, or the replay clock)
@@ -55,6 +81,24 @@ export class MarketCache {
     readonly staleAfterS: number,
     private expectedPairs: ReadonlyArray<{ source: Source; pair: Pair }> = [],
   ) {}
+
+  /**
+   * Hold every answer while `check` returns a reason (null = serve normally); `null` removes the hold.
+   * The reason's message is what /ready and every 503 say (e.g. "catching up with Kafka: ...").
+   */
+  setHold(check: (() => Hold | null) | null): void {
+    this.hold = check;
+  }
+
+  /** The current hold, or null. */
+  held(): Hold | null {
+    return this.hold?.() ?? null;
+  }
+
+  /** Judge staleness per document kind (surface per model, forward curve) by its observationTimestamp (replicas). */
+  judgeByDocumentTime(on: boolean): void {
+    this.byDocumentTime = on;
+  }
 
   /** Replace the set of (source, pair)s that readiness waits for. */
   setExpectedPairs(pairs: ReadonlyArray<{ source: Source; pair: Pair }>): void {
@@ -138,6 +182,8 @@ export class MarketCache {
    */
   unavailable(source: Source, pair: Pair, model: VolatilityModel | null): Unavailable | null {
     const label = `${source} ${pair.base}/${pair.quote}`;
+    const held = this.held();
+    if (held) return { reason: 'warming-up', message: held.message };
     if (!this.isSourceConfigured(source)) {
       return { reason: 'not-connected', message: `source ${source} is not connected in this deployment` };
     }
@@ -153,14 +199,55 @@ export class MarketCache {
         message: `market data for ${label} is stale: ${source} feed disconnected since ${new Date(feed.since * 1000).toISOString()}`,
       };
     }
-    const last = this.lastDataAt(source, pair);
     const now = this.clock.now();
+    if (this.byDocumentTime) {
+      const observed = hasData.observationTimestamp;
+      if (now - observed > this.staleAfterS) {
+        const kind = model ? `${model} surface` : 'forward curve';
+        return {
+          reason: 'stale',
+          sinceS: observed,
+          message:
+            `market data for ${label} is stale: ${kind} observed at ${new Date(observed * 1000).toISOString()}, ` +
+            `${Math.round(now - observed)} s ago (limit ${this.staleAfterS} s)`,
+        };
+      }
+      return null;
+    }
+    const last = this.lastDataAt(source, pair);
     if (last === undefined || now - last > this.staleAfterS) {
       const since = last ?? 0;
       return {
         reason: 'stale',
         sinceS: since,
         message: `market data for ${label} is stale: no update since ${new Date(since * 1000).toISOString()} (limit ${this.staleAfterS} s)`,
+      };
+    }
+    return null;
+  }
+
+  /**
+   * Why a funding-rate query of (source, instrumentId) up to `endS` (Unix s) cannot be answered now, or null:
+   * the hold (a replica still catching up), or - when judging by document time (replicas) - a gap: the next point
+   * after the newest one held (newest + the instrument's interval) should have arrived `FUNDING_GRACE_S` after it
+   * settled, and the query's range reaches it. A query that ends before the gap is complete and answered.
+   * Unknown instruments are left to the caller (404 / not connected).
+   */
+  fundingUnavailable(source: Source, instrumentId: string, endS: number): Unavailable | null {
+    const held = this.held();
+    if (held) return { reason: 'warming-up', message: held.message };
+    if (!this.byDocumentTime) return null;
+    const info = this.funding.instruments(source).find((i) => i.instrumentId === instrumentId);
+    if (!info || info.lastTimestamp === null) return null;
+    const next = info.lastTimestamp + info.intervalHours * 3600;
+    const now = this.clock.now();
+    if (endS >= next && now > next + FUNDING_GRACE_S) {
+      return {
+        reason: 'stale',
+        sinceS: info.lastTimestamp,
+        message:
+          `funding rates of ${source} ${instrumentId} are stale: newest point settled at ${new Date(info.lastTimestamp * 1000).toISOString()}, ` +
+          `the next (every ${info.intervalHours} h) is ${Math.round(now - next)} s overdue (grace ${FUNDING_GRACE_S} s)`,
       };
     }
     return null;

@@ -83,3 +83,34 @@ export function optionsAreInverse(source: Source, p: Pair): boolean {
 export function resolveSource(s: string): Source | undefined {
   return SOURCE_ALIASES[s];
 }
+
+/** A (source, pair), e.g. DERIBIT BTC/USD. */
+export interface SourcePair {
+  readonly source: Source;
+  readonly pair: Pair;
+}
+
+/** Every supported (source, pair) in a fixed order (sources in {@link SOURCES} order, pairs in table order). */
+export const ALL_SOURCE_PAIRS: readonly SourcePair[] = SOURCES.flatMap((source) => SUPPORTED_PAIRS[source].map((pair) => ({ source, pair })));
+
+/**
+ * Parse a `SOURCE:BASE/QUOTE` list such as `DERIBIT:BTC/USD, OKX:BTC/USD` (the PAIRS setting; sources may be wire
+ * values or XCHG_A/B/C aliases, case-insensitive). Duplicates are kept once, in first-seen order.
+ * @returns the pairs, or `{ error }` naming the first bad entry and what is allowed
+ */
+export function parseSourcePairs(value: string): { readonly pairs: readonly SourcePair[] } | { readonly error: string } {
+  const out: SourcePair[] = [];
+  const entries = value.split(',').map((x) => x.trim()).filter((x) => x.length > 0);
+  if (entries.length === 0) return { error: 'must name at least one SOURCE:BASE/QUOTE pair' };
+  for (const entry of entries) {
+    const m = /^([A-Za-z_]+):([A-Za-z]+)\/([A-Za-z]+)$/.exec(entry);
+    if (!m) return { error: `${JSON.stringify(entry)} is not SOURCE:BASE/QUOTE (e.g. DERIBIT:BTC/USD)` };
+    const source = resolveSource(m[1]!.toUpperCase());
+    if (!source) return { error: `${JSON.stringify(entry)}: unknown source ${m[1]} (expected DERIBIT, OKX, BYBIT)` };
+    const listed = SUPPORTED_PAIRS[source];
+    const pair = listed.find((p) => p.base === m[2]!.toUpperCase() && p.quote === m[3]!.toUpperCase());
+    if (!pair) return { error: `${JSON.stringify(entry)}: ${source} has no pair ${m[2]}/${m[3]} (it lists ${listed.map(pairLabel).join(', ')})` };
+    if (!out.some((p) => p.source === source && p.pair === pair)) out.push({ source, pair });
+  }
+  return { pairs: out };
+}

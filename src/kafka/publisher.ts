@@ -29,7 +29,7 @@ import { Kafka, Partitioners, type Message, type Producer } from 'kafkajs';
 import type { Observable, Subscription } from 'rxjs';
 import type { CacheUpdate } from '../cache/marketCache.js';
 import { surfaceKey, type ForwardCurveSnapshot, type SurfaceSnapshot } from '../cache/snapshot.js';
-import { pairKey } from '../domain/markets.js';
+import { pairKey, type Pair, type Source } from '../domain/markets.js';
 import type { FundingRate } from '../domain/events.js';
 import {
   ForwardCurveMessageSchema,
@@ -526,6 +526,22 @@ export class KafkaPublisher {
       };
       if (this.stopped || !this.idle()) this.wake();
     });
+  }
+
+  /**
+   * Drop every waiting surface, curve and history document whose (source, pair) `keep` rejects, and return how many
+   * were dropped; the batch in flight is not recalled, and funding points are kept (a point is never dropped; a
+   * consumer dedupes by key and timestamp). Used when a sharded calibrator loses a pair (src/kafka/ownership.ts):
+   * its new owner publishes the pair from then on.
+   */
+  discardPending(keep: (source: Source, pair: Pair) => boolean): number {
+    let dropped = 0;
+    for (const [key, w] of this.surfaces) if (!keep(w.item.source, w.item.pair)) (this.surfaces.delete(key), dropped++);
+    for (const [key, w] of this.curves) if (!keep(w.item.source, w.item.pair)) (this.curves.delete(key), dropped++);
+    const history = this.history.filter((w) => keep(w.item.source, w.item.pair));
+    dropped += this.history.length - history.length;
+    this.history = history;
+    return dropped;
   }
 
   /** Build and validate the next batch: latest surfaces and curves, then funding in order, then history. */

@@ -10,8 +10,16 @@
  * - A document older (observationTimestamp) than the one held for its key is ignored (a consumer restart re-reads
  *   the topic; the cache never goes back in time). Funding points are deduplicated by (source, instrumentId,
  *   timestamp) by the FundingStore.
- * - Freshness: each document `touch`es its (source, pair) at its observationTimestamp, so a replica's pair is stale
- *   when the newest document is older than STALE_AFTER_S on the replica's wall clock (docs/events.md).
+ * - Catch-up: at start it fetches the end offsets of every partition of its topics (kafkajs admin) and holds the
+ *   cache (`MarketCache.setHold`: /ready and every data route answer 503 "catching up with Kafka ...") until it has
+ *   read each partition up to those offsets. So a replica never answers from a half-read compacted topic (where
+ *   the small forward curves arrive long before the big surface documents), and /ready means "holds the newest
+ *   document of every key the topics held when it started".
+ * - Freshness: judged per document kind (`MarketCache.judgeByDocumentTime`): a surface by its own (source, pair,
+ *   model) observationTimestamp, a forward curve by its own; stale past STALE_AFTER_S on the replica's wall clock
+ *   (docs/events.md). A dead calibrator's pairs therefore turn 503 stale STALE_AFTER_S after its last document.
+ * - Metrics (its own prom-client registry, src/kafka/metrics.ts): consumer lag per topic/partition, catch-up time,
+ *   documents applied/ignored.
  * - Every (source, pair) seen is added to the cache's expected pairs (readiness and "not connected" use them).
  * - The broker may be absent at start: a background loop retries; REST answers 503 "warming up" meanwhile.
  */
@@ -36,6 +44,7 @@ import {
   type TopicSettings,
 } from './topics.js';
 import { forwardCurveFromMessage, surfaceFromMessage } from './rebuild.js';
+import { ReplicaMetrics } from './metrics.js';
 
 export interface KafkaReplicaOptions extends TopicSettings {
   readonly brokers: readonly string[];
@@ -53,8 +62,18 @@ export interface ReplicaStats {
   readonly invalid: number;
   /** Documents older than the one held for their key (ignored). */
   readonly older: number;
+  /** Surface/curve documents skipped because a later document of the same key was in the same fetched batch. */
+  readonly superseded: number;
   /** Wall-clock Unix ms of the last document applied. */
   readonly lastAppliedAtMs: number | null;
+  /** Wall-clock Unix ms of start(). */
+  readonly startedAtMs: number | null;
+  /** Milliseconds from start() until every partition was read to the end offsets seen at start; null before. */
+  readonly catchUpMs: number | null;
+  /** Per topic (logical name, without prefix) and partition: messages behind the partition's high watermark. */
+  readonly lag: ReadonlyArray<{ readonly topic: string; readonly partition: number; readonly lag: number }>;
+  /** Partitions not yet read to their end offset of the start (0 once caught up). */
+  readonly partitionsBehind: number;
 }
 
 export class KafkaReplica {
@@ -68,11 +87,18 @@ export class KafkaReplica {
   private restartRequested = false;
   private ends = new Map<string, number>();
   private lagging = new Set<string>();
+  /** `${topic}/${partition}` -> { next offset to read, high watermark } (lag = high - next). */
+  private readonly positions = new Map<string, { next: number; high: number }>();
   private isCaughtUp = false;
+  private startedAtMs: number | null = null;
+  private catchUpMs: number | null = null;
+  /** Prometheus series of this replica (its own registry; exposed on the replica's /metrics). */
+  readonly metrics: ReplicaMetrics;
   private readonly s = {
     received: { surfaces: 0, forwardCurves: 0, funding: 0 },
     invalid: 0,
     older: 0,
+    superseded: 0,
     lastAppliedAtMs: null as number | null,
   };
   /** Resolves once the replica has applied everything the topics held when it first connected (never rejects). */
@@ -85,11 +111,18 @@ export class KafkaReplica {
     this.kafka = new Kafka(kafkaClientConfig(opts.brokers, opts.clientId ?? 'vol-surface-service', this.logger));
     this.topics = topicNames(opts.prefix);
     this.caughtUp = new Promise((r) => (this.resolveCaughtUp = r));
+    this.metrics = new ReplicaMetrics(() => this.stats());
   }
 
-  /** Start consuming in the background (returns at once; the broker may be absent). */
+  /**
+   * Start consuming in the background (returns at once; the broker may be absent). From now until caught up the
+   * cache is held (every answer 503 "catching up"), and its staleness is judged per document kind.
+   */
   start(): this {
     if (this.loopDone) throw new Error('KafkaReplica.start called twice');
+    this.startedAtMs = Date.now();
+    this.opts.cache.judgeByDocumentTime(true);
+    this.opts.cache.setHold(() => (this.isCaughtUp ? null : { status: 'catching-up', message: this.catchUpMessage() }));
     this.loopDone = this.loop().catch((err: unknown) => this.logger.error({ err }, 'kafka replica loop crashed (bug)'));
     return this;
   }
@@ -101,8 +134,44 @@ export class KafkaReplica {
       received: { ...this.s.received },
       invalid: this.s.invalid,
       older: this.s.older,
+      superseded: this.s.superseded,
       lastAppliedAtMs: this.s.lastAppliedAtMs,
+      startedAtMs: this.startedAtMs,
+      catchUpMs: this.catchUpMs,
+      lag: [...this.positions].map(([key, p]) => {
+        const { topic, partition } = this.splitKey(key);
+        return { topic: this.logicalTopic(topic), partition, lag: Math.max(0, p.high - p.next) };
+      }),
+      partitionsBehind: this.isCaughtUp ? 0 : this.lagging.size,
     };
+  }
+
+  /** What /ready and the 503s say while catching up. */
+  private catchUpMessage(): string {
+    const since = this.startedAtMs === null ? 0 : (Date.now() - this.startedAtMs) / 1000;
+    if (this.ends.size === 0 && !this.consumer) {
+      return `catching up with Kafka: not connected to the broker yet (${since.toFixed(1)} s since start)`;
+    }
+    const behind = [...this.lagging].slice(0, 6).map((key) => {
+      const { topic, partition } = this.splitKey(key);
+      const p = this.positions.get(key);
+      return `${this.logicalTopic(topic)}/${partition} at offset ${p?.next ?? 0} of ${this.ends.get(key) ?? 0}`;
+    });
+    return (
+      `catching up with Kafka: ${this.lagging.size} of ${this.ends.size} partitions not yet read to the end offsets seen at start ` +
+      `(${behind.join(', ')}${this.lagging.size > behind.length ? ', ...' : ''}); ${since.toFixed(1)} s since start`
+    );
+  }
+
+  private splitKey(key: string): { topic: string; partition: number } {
+    const sep = key.lastIndexOf('/');
+    return { topic: key.slice(0, sep), partition: Number(key.slice(sep + 1)) };
+  }
+
+  /** Topic name without the prefix. */
+  private logicalTopic(topic: string): string {
+    const prefix = this.opts.prefix ?? '';
+    return prefix && topic.startsWith(prefix) ? topic.slice(prefix.length) : topic;
   }
 
   /** Stop consuming (bounded: at most ~5 s). */
@@ -149,6 +218,7 @@ export class KafkaReplica {
           const key = `${t}/${o.partition}`;
           ends.set(key, Number(o.high));
           if (Number(o.low) < Number(o.high)) lagging.add(key);
+          if (!this.positions.has(key)) this.positions.set(key, { next: Number(o.low), high: Number(o.high) });
         }
       }
       if (!this.isCaughtUp) {
@@ -161,6 +231,10 @@ export class KafkaReplica {
     const consumer = this.kafka.consumer({
       groupId: uniqueGroupId(this.opts.clientId ?? 'vol-surface-service', 'replica'),
       maxWaitTimeInMs: 100,
+      // big fetches: a replica that is behind gets many versions of a key per batch and applies only the last
+      // (kafkajs defaults: 1 MiB per partition, 10 MiB per fetch)
+      maxBytesPerPartition: 16 * 1024 * 1024,
+      maxBytes: 64 * 1024 * 1024,
       allowAutoTopicCreation: false,
       retry: { retries: 10, initialRetryTime: 200, maxRetryTime: 2000 },
     });
@@ -177,14 +251,40 @@ export class KafkaReplica {
     this.checkCaughtUp();
   }
 
+  /**
+   * Apply one fetched batch of a partition. On the compacted topics only the last document of each key in the batch
+   * is parsed and applied (the earlier ones are superseded: one key is one partition, in publication order), so a
+   * replica that fell behind - or reads a long topic at start - does the work of one document per key per batch
+   * instead of one per recalibration. Funding points are all applied (a history, not a latest value). Yields to the
+   * event loop between documents (REST keeps answering during a long batch).
+   */
   private async onBatch({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
-    for (const m of batch.messages) {
+    const msgs = batch.messages;
+    const lastOfKey = new Map<string, number>();
+    if (batch.topic !== this.topics.funding) {
+      msgs.forEach((m, i) => {
+        if (m.key) lastOfKey.set(m.key.toString('utf8'), i);
+      });
+    }
+    let sliceStart = Date.now();
+    for (let i = 0; i < msgs.length; i++) {
       if (!isRunning() || isStale()) return;
-      this.apply(batch.topic, m.value);
+      const m = msgs[i]!;
+      const k = lastOfKey.size > 0 && m.key ? m.key.toString('utf8') : null;
+      if (k !== null && lastOfKey.get(k) !== i) this.s.superseded++;
+      else this.apply(batch.topic, m.value);
       resolveOffset(m.offset);
+      if (Date.now() - sliceStart > 20) {
+        await new Promise((r) => setImmediate(r));
+        sliceStart = Date.now();
+      }
     }
     const key = `${batch.topic}/${batch.partition}`;
-    if (this.lagging.has(key) && Number(batch.lastOffset()) + 1 >= (this.ends.get(key) ?? 0)) {
+    const next = Number(batch.lastOffset()) + 1;
+    const pos = this.positions.get(key);
+    const high = Number(batch.highWatermark);
+    if (!pos || next > pos.next || high > pos.high) this.positions.set(key, { next: Math.max(next, pos?.next ?? 0), high: Math.max(high, pos?.high ?? 0) });
+    if (this.lagging.has(key) && next >= (this.ends.get(key) ?? 0)) {
       this.lagging.delete(key);
       this.checkCaughtUp();
     }
@@ -194,7 +294,8 @@ export class KafkaReplica {
   private checkCaughtUp(): void {
     if (!this.isCaughtUp && this.lagging.size === 0) {
       this.isCaughtUp = true;
-      this.logger.info({ received: this.s.received }, 'kafka replica caught up');
+      this.catchUpMs = this.startedAtMs === null ? 0 : Date.now() - this.startedAtMs;
+      this.logger.info({ received: this.s.received, catchUpMs: this.catchUpMs }, 'kafka replica caught up: serving');
       this.resolveCaughtUp();
     }
   }

@@ -8,10 +8,14 @@
  * so that the publisher sees every cache write.
  */
 import type { MarketCache } from '../cache/marketCache.js';
+import { Kafka } from 'kafkajs';
+import { filter } from 'rxjs';
 import { KafkaPublisher } from './publisher.js';
+import { PairOwnership } from './ownership.js';
+import type { SourcePair } from '../domain/markets.js';
 import { KafkaReplica } from './replica.js';
 import { parseBrokers, type KafkaRoleConfig } from './config.js';
-import type { KafkaLogger } from './topics.js';
+import { kafkaClientConfig, type KafkaLogger } from './topics.js';
 import { restoreSurfaceHistory } from './history.js';
 import type { ChildLogger } from '../domain/logger.js';
 
@@ -32,6 +36,8 @@ export interface KafkaWiring {
   readonly role: KafkaRoleConfig['ROLE'];
   readonly publisher: KafkaPublisher | null;
   readonly replica: KafkaReplica | null;
+  /** Pair ownership of a sharded calibrator (PAIRS with KAFKA_BROKERS, ROLE all/calibrator); null otherwise. */
+  readonly ownership: PairOwnership | null;
   /** Flush and stop (publisher: bounded flush of `timeoutMs`; replica: disconnect). */
   close(timeoutMs?: number): Promise<void>;
 }
@@ -43,7 +49,7 @@ export type { ChildLogger };
  * the background (the broker may be absent).
  * @throws Error when ROLE=api and KAFKA_BROKERS is unset (loadConfig rejects that earlier)
  */
-export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logger: ChildLogger): KafkaWiring {
+export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: readonly SourcePair[] | undefined }, cache: MarketCache, logger: ChildLogger): KafkaWiring {
   const brokers = parseBrokers(config.KAFKA_BROKERS);
   const common = {
     clientId: config.KAFKA_CLIENT_ID,
@@ -56,10 +62,12 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
     const replica = new KafkaReplica({ ...common, brokers, cache, logger: logger.child({ component: 'kafka-replica' }) }).start();
     restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
     logger.info({ brokers, prefix: common.prefix }, 'ROLE=api: serving REST from Kafka (no exchange connection)');
-    return { role: config.ROLE, publisher: null, replica, close: () => replica.close() };
+    return { role: config.ROLE, publisher: null, replica, ownership: null, close: () => replica.close() };
   }
-  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, close: async () => {} };
-  const publisher = new KafkaPublisher({
+  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, ownership: null, close: async () => {} };
+  let publisherRef: KafkaPublisher | null = null;
+  const ownership = config.PAIRS ? startOwnership(config.PAIRS, brokers, common, cache, logger, () => publisherRef) : null;
+  const publisher: KafkaPublisher = new KafkaPublisher({
     ...common,
     brokers,
     fundingQueueAlarm: config.KAFKA_FUNDING_QUEUE_ALARM,
@@ -67,16 +75,100 @@ export function startKafkaRole(config: KafkaRoleConfig, cache: MarketCache, logg
     onRestoredFunding: (p) => {
       cache.funding.add(p);
     },
-  }).start(cache.updates$);
-  logger.info({ brokers, prefix: common.prefix, role: config.ROLE }, 'publishing to Kafka');
+  }).start(
+    ownership
+      ? cache.updates$.pipe(
+          filter((u) =>
+            u.type === 'funding' ? ownership.owns(u.point.source, { base: u.point.base, quote: u.point.quote }) : ownership.owns(u.snapshot.source, u.snapshot.pair),
+          ),
+        )
+      : cache.updates$,
+  );
+  publisherRef = publisher;
+  logger.info({ brokers, prefix: common.prefix, role: config.ROLE, sharded: ownership !== null }, 'publishing to Kafka');
   if (config.ROLE === 'all') restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
   return {
     role: config.ROLE,
     publisher,
     replica: null,
+    ownership,
     close: async (timeoutMs = 5000) => {
+      // flush what this calibrator owns, then leave the group (a standby takes the pairs over only then)
       await publisher.close(timeoutMs);
+      await ownership?.close();
     },
   };
 }
 
+/**
+ * Join the calibrator ownership group for `pairs` (src/kafka/ownership.ts): the cache is held ("assigning-pairs")
+ * until the first assignment, then /ready waits for the owned pairs only; a calibrator owning none of its PAIRS is
+ * a standby (held, "standby"). A pair gained after the first assignment gets its recent funding points re-published
+ * (taken over: the previous owner may have died before publishing them; regained after a rebalance: points that
+ * arrived meanwhile were filtered out); consumers dedupe by key and timestamp.
+ */
+function startOwnership(
+  pairs: readonly SourcePair[],
+  brokers: string[],
+  common: { clientId: string; prefix: string; replicationFactor: number },
+  cache: MarketCache,
+  logger: ChildLogger,
+  publisher: () => KafkaPublisher | null,
+): PairOwnership {
+  const log = logger.child({ component: 'kafka-ownership' });
+  let before = new Set<string>();
+  let lostAtS: number | null = null;
+  const ownership: PairOwnership = new PairOwnership({
+    kafka: new Kafka(kafkaClientConfig(brokers, `${common.clientId}-ownership`, log)),
+    pairs,
+    prefix: common.prefix,
+    replicationFactor: common.replicationFactor,
+    logger: log,
+    onChange: (owned) => {
+      const label = (p: SourcePair): string => `${p.source}:${p.pair.base}/${p.pair.quote}`;
+      const now = new Set(owned.map(label));
+      if (owned.length > 0) cache.setExpectedPairs(owned);
+      const pub = publisher();
+      // surfaces/curves waiting for a pair lost are not sent (its new owner publishes it)
+      const dropped = pub?.discardPending((source, pair) => ownership.owns(source, pair)) ?? 0;
+      if (dropped > 0) log.info({ dropped }, 'dropped documents waiting for pairs no longer owned');
+      if ([...before].some((k) => !now.has(k)) && lostAtS === null) lostAtS = cache.clock.now();
+      // Funding points that arrived while a pair was not owned were not enqueued: on (re)gaining a pair after the
+      // first assignment, re-publish its recent points (a pair held before the revocation: since an hour before it;
+      // a pair taken over from another calibrator: the last 24 h). Consumers dedupe by key and timestamp.
+      if (ownership.stats().generations > 1 && pub) {
+        for (const p of owned) {
+          const sinceS = before.has(label(p)) ? (lostAtS ?? cache.clock.now()) - 3600 : cache.clock.now() - 86_400;
+          republishFunding(cache, p, pub, sinceS);
+        }
+      }
+      if (owned.length > 0) {
+        before = now;
+        lostAtS = null;
+      }
+    },
+  }).start();
+  cache.setHold(() => {
+    const st = ownership.stats();
+    if (!st.assigned) {
+      return { status: 'assigning-pairs', message: `waiting for the calibrator ownership group to assign PAIRS (${pairs.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`).join(', ')})${st.lastError ? `: ${st.lastError}` : ''}` };
+    }
+    if (st.owned.length === 0) return { status: 'standby', message: `standby: every pair of PAIRS is owned by another calibrator (${st.standby.join(', ')})` };
+    return null;
+  });
+  return ownership;
+}
+
+/** Enqueue the funding points of `p`'s perpetuals settled since `sinceS` (a pair just gained). */
+function republishFunding(cache: MarketCache, p: SourcePair, publisher: KafkaPublisher, sinceS: number): void {
+  const nowS = cache.clock.now();
+  for (const inst of cache.funding.instruments(p.source)) {
+    if (inst.pair.base !== p.pair.base || inst.pair.quote !== p.pair.quote) continue;
+    for (const pt of cache.funding.range(p.source, inst.instrumentId, sinceS, nowS + 3600, 10_000).reverse()) {
+      publisher.enqueue({
+        type: 'funding',
+        point: { kind: 'funding', source: p.source, instrumentId: inst.instrumentId, base: p.pair.base, quote: p.pair.quote, interest: pt.interest, intervalHours: inst.intervalHours, timestamp: pt.timestamp },
+      });
+    }
+  }
+}

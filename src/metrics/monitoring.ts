@@ -5,6 +5,7 @@
  * dashboard from it (src/api/plugins/monitoring.ts).
  */
 import type { Observable } from 'rxjs';
+import type { Registry } from 'prom-client';
 import type { FeedStats, MarketFeed } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import type { Clock } from '../domain/clock.js';
@@ -20,8 +21,10 @@ export interface MonitoringOptions {
   readonly cache: MarketCache;
   /** The service's feeds (the array may be filled after construction). */
   readonly feeds: readonly MarketFeed[];
-  /** The Kafka publisher, when the service publishes. */
+  /** The Kafka publisher, when the service can publish (absent: no publisher series at all). */
   readonly publisher?: () => PublisherLike | null;
+  /** Further prom-client registries exposed on /metrics (an API replica's own series). */
+  readonly registries?: () => readonly Registry[];
   readonly clock?: Clock;
   /** Start-up log lines (connecting, instruments loaded, funding history, first surface per pair); none without a logger. */
   readonly logger?: StartupLogger;
@@ -51,6 +54,7 @@ export class Monitoring {
       feedRates: this.feedRates,
       wallNowS: this.wallNowS,
       ...(opts.publisher ? { publisher: opts.publisher } : {}),
+      ...(opts.registries ? { registries: opts.registries } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.defaultMetrics !== undefined ? { defaultMetrics: opts.defaultMetrics } : {}),
     });

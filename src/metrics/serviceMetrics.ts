@@ -46,7 +46,10 @@ export interface ServiceMetricsOptions {
   readonly cache: MarketCache;
   /** The service's feeds (read at scrape time; may grow after construction). */
   readonly feeds: () => readonly MarketFeed[];
-  /** The Kafka publisher, or null when the service does not publish. */
+  /**
+   * The Kafka publisher, or null when the service does not publish now. Absent: the volsurf_kafka_* publisher
+   * series are not declared at all (an API replica, which never publishes).
+   */
   readonly publisher?: () => PublisherLike | null;
   /** Service clock (snapshot ages); defaults to the cache's. */
   readonly clock?: Clock;
@@ -56,6 +59,8 @@ export interface ServiceMetricsOptions {
   readonly defaultMetrics?: boolean;
   /** Shared per-source message-rate tracker (the dashboard uses the same one). */
   readonly feedRates?: FeedRates;
+  /** Further registries exposed after this one (an API replica's own series, src/kafka/metrics.ts). */
+  readonly registries?: () => readonly Registry[];
 }
 
 /** Route label of requests that matched no route (404s): one series, whatever the URL. */
@@ -114,7 +119,7 @@ export class ServiceMetrics {
   private readonly skipped: Counter<'source' | 'pair' | 'reason'>;
   private readonly cacheUpdates: Counter<'type'>;
   private readonly rejected: Counter<'reason'>;
-  private readonly kafkaLatency: Histogram<string>;
+  private kafkaLatency: Histogram<string> | null = null;
   private readonly subscription: Subscription;
   /** Cumulative values already added to each counter, by series key. */
   private readonly seen = new Map<string, number>();
@@ -355,66 +360,69 @@ export class ServiceMetrics {
       registers,
     });
 
-    // ------------------------------------------------------------------ Kafka
-    const publisherStats = (): PublisherStats | null => opts.publisher?.()?.stats() ?? null;
-    new Gauge({
-      name: 'volsurf_kafka_connected',
-      help: 'Whether the Kafka producer is connected with its topics ensured (absent when not publishing)',
-      registers,
-      collect() {
-        this.reset();
-        const s = publisherStats();
-        if (s) this.set(s.connected ? 1 : 0);
-      },
-    });
-    new Gauge({
-      name: 'volsurf_kafka_queue_depth',
-      help: 'Records waiting for a Kafka ack (in-flight batch included), by kind',
-      labelNames: ['kind'],
-      registers,
-      collect() {
-        this.reset();
-        const s = publisherStats();
-        if (s) for (const [kind, n] of Object.entries(s.pending as KindCounts)) this.set({ kind }, n);
-      },
-    });
-    new Counter({
-      name: 'volsurf_kafka_sent_total',
-      help: 'Records acknowledged by the Kafka broker, by kind',
-      labelNames: ['kind'],
-      registers,
-      collect() {
-        const s = publisherStats();
-        if (s) for (const [kind, n] of Object.entries(s.sent as KindCounts)) self.addIncrease(this, `ksent:${kind}`, { kind }, n);
-      },
-    });
-    new Counter({
-      name: 'volsurf_kafka_failures_total',
-      help: 'Failed Kafka produce attempts (each retried)',
-      registers,
-      collect() {
-        const s = publisherStats();
-        if (s) self.addIncrease(this, 'kfail', {}, s.failures);
-      },
-    });
-    new Counter({
-      name: 'volsurf_kafka_conflated_total',
-      help: 'Surface/curve updates replaced by a newer one of the same key before they were sent',
-      registers,
-      collect() {
-        const s = publisherStats();
-        if (s) self.addIncrease(this, 'kconf', {}, s.conflated);
-      },
-    });
-    this.kafkaLatency = new Histogram({
-      name: 'volsurf_kafka_publish_latency_seconds',
-      help: 'Kafka publish latency: cache update to broker acknowledgement, per record',
-      buckets: KAFKA_BUCKETS,
-      registers,
-      collect() {
-        self.collectKafkaLatencies();
-      },
-    });
+    // ------------------------------------------------------------------ Kafka (publisher)
+    // Only in a process that can publish (ROLE all/calibrator): an API replica has its own series (src/kafka/metrics.ts).
+    if (opts.publisher) {
+      const publisherStats = (): PublisherStats | null => opts.publisher?.()?.stats() ?? null;
+      new Gauge({
+        name: 'volsurf_kafka_connected',
+        help: 'Whether the Kafka producer is connected with its topics ensured (absent when not publishing)',
+        registers,
+        collect() {
+          this.reset();
+          const s = publisherStats();
+          if (s) this.set(s.connected ? 1 : 0);
+        },
+      });
+      new Gauge({
+        name: 'volsurf_kafka_queue_depth',
+        help: 'Records waiting for a Kafka ack (in-flight batch included), by kind',
+        labelNames: ['kind'],
+        registers,
+        collect() {
+          this.reset();
+          const s = publisherStats();
+          if (s) for (const [kind, n] of Object.entries(s.pending as KindCounts)) this.set({ kind }, n);
+        },
+      });
+      new Counter({
+        name: 'volsurf_kafka_sent_total',
+        help: 'Records acknowledged by the Kafka broker, by kind',
+        labelNames: ['kind'],
+        registers,
+        collect() {
+          const s = publisherStats();
+          if (s) for (const [kind, n] of Object.entries(s.sent as KindCounts)) self.addIncrease(this, `ksent:${kind}`, { kind }, n);
+        },
+      });
+      new Counter({
+        name: 'volsurf_kafka_failures_total',
+        help: 'Failed Kafka produce attempts (each retried)',
+        registers,
+        collect() {
+          const s = publisherStats();
+          if (s) self.addIncrease(this, 'kfail', {}, s.failures);
+        },
+      });
+      new Counter({
+        name: 'volsurf_kafka_conflated_total',
+        help: 'Surface/curve updates replaced by a newer one of the same key before they were sent',
+        registers,
+        collect() {
+          const s = publisherStats();
+          if (s) self.addIncrease(this, 'kconf', {}, s.conflated);
+        },
+      });
+      this.kafkaLatency = new Histogram({
+        name: 'volsurf_kafka_publish_latency_seconds',
+        help: 'Kafka publish latency: cache update to broker acknowledgement, per record',
+        buckets: KAFKA_BUCKETS,
+        registers,
+        collect() {
+          self.collectKafkaLatencies();
+        },
+      });
+    }
 
     this.subscription = cache.updates$.subscribe((u) => {
       this.cacheUpdates.inc({ type: u.type });
@@ -438,9 +446,11 @@ export class ServiceMetrics {
     for (const sk of r.skipped) this.skipped.inc({ source: r.source, pair, reason: skipReasonLabel(sk.reason) });
   }
 
-  /** Prometheus text exposition of every series. */
-  metrics(): Promise<string> {
-    return this.registry.metrics();
+  /** Prometheus text exposition of every series (this registry, then each of `opts.registries`). */
+  async metrics(): Promise<string> {
+    const parts = [await this.registry.metrics()];
+    for (const r of this.opts.registries?.() ?? []) parts.push(await r.metrics());
+    return parts.filter((p) => p.length > 0).join('\n');
   }
 
   /** Content-Type of {@link metrics}. */
@@ -510,6 +520,6 @@ export class ServiceMetrics {
     const fresh = acked - prev;
     if (fresh <= 0) return;
     const lat = p.latencies();
-    for (const ms of lat.slice(Math.max(0, lat.length - fresh))) this.kafkaLatency.observe(ms / 1000);
+    for (const ms of lat.slice(Math.max(0, lat.length - fresh))) this.kafkaLatency?.observe(ms / 1000);
   }
 }

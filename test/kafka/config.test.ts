@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { followedPairs, followedSources } from '../../src/config.js';
 import { parseBrokers } from '../../src/kafka/config.js';
 
 describe('Kafka configuration', () => {
@@ -30,5 +31,31 @@ describe('Kafka configuration', () => {
     expect(() => loadConfig({ ROLE: 'api' })).toThrow('invalid configuration: KAFKA_BROKERS: is required when ROLE=api');
     expect(() => loadConfig({ ROLE: 'replica' })).toThrow(/^invalid configuration: ROLE: /);
     expect(loadConfig({ ROLE: 'calibrator' }).ROLE).toBe('calibrator');
+  });
+
+  it('PAIRS: SOURCE:BASE/QUOTE list (aliases, any case, duplicates once) narrowing the pairs and sources followed', () => {
+    const c = loadConfig({ PAIRS: 'deribit:btc/usd, XCHG_B:ETH/USD,DERIBIT:BTC/USD' });
+    const labels = (ps: ReturnType<typeof followedPairs>) => ps.map((p) => `${p.source}:${p.pair.base}/${p.pair.quote}`);
+    expect(labels(followedPairs(c))).toEqual(['DERIBIT:BTC/USD', 'OKX:ETH/USD']);
+    expect(followedSources(c)).toEqual(['DERIBIT', 'OKX']);
+    // default: every pair of SOURCES
+    const d = loadConfig({ SOURCES: 'OKX' });
+    expect(d.PAIRS).toBeUndefined();
+    expect(labels(followedPairs(d))).toEqual(['OKX:BTC/USD', 'OKX:ETH/USD']);
+  });
+
+  it('PAIRS: a bad entry is refused with one line naming it and what is allowed', () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ PAIRS: 'DERIBIT-BTC/USD' }, /PAIRS: "DERIBIT-BTC\/USD" is not SOURCE:BASE\/QUOTE \(e\.g\. DERIBIT:BTC\/USD\)/],
+      [{ PAIRS: 'KRAKEN:BTC/USD' }, /PAIRS: "KRAKEN:BTC\/USD": unknown source KRAKEN \(expected DERIBIT, OKX, BYBIT\)/],
+      [{ PAIRS: 'OKX:SOL/USDC' }, /PAIRS: "OKX:SOL\/USDC": OKX has no pair SOL\/USDC \(it lists BTC\/USD, ETH\/USD\)/],
+      [{ PAIRS: ' , ' }, /PAIRS: must name at least one SOURCE:BASE\/QUOTE pair/],
+      [{ PAIRS: 'OKX:BTC/USD', SOURCES: 'DERIBIT' }, /PAIRS: names OKX:BTC\/USD but SOURCES is DERIBIT/],
+      [{ PAIRS: 'DERIBIT:BTC/USD', MARKET_SOURCE: 'replay', REPLAY_FILE: 'x.jsonl' }, /PAIRS: is not supported with MARKET_SOURCE=replay/],
+    ];
+    for (const [env, re] of cases) {
+      expect(() => loadConfig(env), JSON.stringify(env)).toThrow(ConfigError);
+      expect(() => loadConfig(env), JSON.stringify(env)).toThrow(re);
+    }
   });
 });

@@ -265,7 +265,8 @@ const VolRangeResults = z.object({
 
 const HealthResult = z.object({ status: z.literal('ok') });
 const ReadyResult = z.object({
-  status: z.enum(['ready', 'warming-up']),
+  status: z.enum(['ready', 'warming-up', 'catching-up', 'assigning-pairs', 'standby']).describe('catching-up: an API replica still reading its Kafka topics up to the end offsets it saw at start; assigning-pairs: a sharded calibrator waiting for its pair assignment; standby: a sharded calibrator whose PAIRS are all owned by other calibrators'),
+  message: z.string().optional().describe('Why the process holds every answer (catching-up, assigning-pairs, standby)'),
   missing: z.array(z.string()),
   pairs: z.array(
     z.object({
@@ -325,7 +326,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   'GET /health': { tags: ['health'], description: 'The process is alive (always 200).', response: HealthResult, errors: [] },
   'GET /ready': {
     tags: ['health'],
-    description: '200 once every configured (source, pair) has a calibrated SVI surface; 503 before, listing what is missing (same body).',
+    description: '200 once every configured (source, pair) has a calibrated SVI surface (an API replica: also once it has read its Kafka topics up to the end offsets it saw at start); 503 before, listing what is missing (same body).',
     response: ReadyResult,
     errors: [503],
   },

@@ -28,6 +28,9 @@ export const fundingRoutes =
           throw badRequest('startTime must be <= endTime', [{ path: 'startTime', message: 'Must be <= endTime' }]);
         }
         const source = resolveSource(q.source)!;
+        // a replica still catching up, or a point overdue within the asked range (src/cache/marketCache.ts)
+        const u = cache.fundingUnavailable(source, q.instrumentId, q.endTime);
+        if (u) throw new ApiError(503, u.message, undefined, { 'retry-after': '5' });
         if (!cache.funding.has(source, q.instrumentId)) {
           if (!cache.isSourceConfigured(source)) {
             throw new ApiError(503, `source ${source} is not connected in this deployment`);
@@ -51,6 +54,8 @@ export const fundingRoutes =
       },
       async (req) => {
         const source = resolveSource(req.query.source)!;
+        const held = cache.held();
+        if (held) throw new ApiError(503, held.message, undefined, { 'retry-after': '5' });
         if (!cache.isSourceConfigured(source)) {
           throw new ApiError(503, `source ${source} is not connected in this deployment`);
         }

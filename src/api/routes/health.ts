@@ -1,6 +1,8 @@
 /**
  * GET /health (the process is alive) and GET /ready (200 once every configured (source, pair)
- * has a calibrated SVI surface; 503 before, listing what is missing).
+ * has a calibrated SVI surface that can be served; 503 before, listing what is missing). While the cache is held
+ * (`MarketCache.setHold`: an API replica still reading its Kafka topics up to the end offsets it saw at start, a
+ * sharded calibrator that does not know its pairs yet) /ready is 503 with the hold's status and message.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
@@ -25,8 +27,9 @@ export const healthRoutes =
           status: u ? u.reason : 'ok',
         };
       });
-      const ready = expected.length > 0 && missing.length === 0;
+      const held = cache.held();
+      const ready = !held && expected.length > 0 && missing.length === 0;
       reply.status(ready ? 200 : 503);
-      return { status: ready ? 'ready' : 'warming-up', missing, pairs };
+      return { status: held ? held.status : ready ? 'ready' : 'warming-up', ...(held ? { message: held.message } : {}), missing, pairs };
     });
   };
