@@ -15,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { normalizeDeribit } from '../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../streams/chainState.js';
 import { fitChain, type ChainFit } from '../streams/calibrate.js';
-import { prepareSimulatedHistory, TwinMarketPrinter } from '../streams/simulatedHistory.js';
+import { prepareSimulatedHistory, TwinMarketPrinter } from '../adapters/simulator/history.js';
 
 const runs = Number(process.argv[2] ?? 5);
 

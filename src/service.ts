@@ -21,8 +21,8 @@ import { buildMetricsApp, installMetrics } from './api/plugins/metrics.js';
 import { Monitoring } from './metrics/monitoring.js';
 import { DEFAULT_METRICS_HOST, apiKeysFromConfig, metricsKeyFromConfig, securityOptionsFromConfig } from './api/plugins/securityConfig.js';
 import { startPipelines } from '../streams/pipeline.js';
-import { CalibrationPool, defaultPoolSize, HistoryWorker } from '../streams/calibrationPool.js';
-import type { SimulatedHistory } from '../streams/simulatedHistory.js';
+import { CalibrationPool, defaultPoolSize } from '../streams/calibrationPool.js';
+import type { SimulatedHistory } from '../adapters/simulator/history.js';
 import type { MarketFeed } from './domain/feeds.js';
 import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
@@ -127,9 +127,9 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     // Simulator code is loaded only here (dynamic imports): a live or replay service never loads it.
     const separate = config.SIMULATOR_PROCESS === 'separate';
     // SIM_HISTORY_HOURS of market history before now (with Deribit): the simulator serves its continuation and the
-    // iVSummary 24 h changes are seeded from it (streams/simulatedHistory.ts).
+    // iVSummary 24 h changes are seeded from it (adapters/simulator/history.ts).
     if (sources.includes('DERIBIT') && config.SIM_HISTORY_HOURS > 0 && !overrides.simulator?.market && !overrides.simulator?.clock) {
-      const { prepareSimulatedHistory } = await import('../streams/simulatedHistory.js');
+      const { prepareSimulatedHistory } = await import('../adapters/simulator/history.js');
       simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources, buildMarket: !separate, clock: clockMs });
     }
     const port = overrides.simulatorPort !== undefined ? { port: overrides.simulatorPort } : {};
@@ -195,7 +195,8 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   const seenPairs = new Set<string>();
   const pool = new CalibrationPool({ sabrBeta: config.SABR_BETA }, config.CALIBRATION_WORKERS > 0 ? config.CALIBRATION_WORKERS : defaultPoolSize());
   const history = cache.history;
-  const historyWorker = simHistory ? new HistoryWorker({ sabrBeta: config.SABR_BETA }) : null;
+  // simulator code (the twin market's history worker) is loaded only in simulated mode
+  const historyWorker = simHistory ? new (await import('../adapters/simulator/historyPool.js')).HistoryWorker({ sabrBeta: config.SABR_BETA }) : null;
   simHistory?.start({ fitAt: (spec, step) => historyWorker!.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
   const pipelines = startPipelines(events$, {
     cache,

@@ -34,12 +34,9 @@ import {
   type ArbitrageCounts,
   type ExpirySlice,
   type FitDiagnostics,
-  type ForwardCurveSnapshot,
   type ForwardPoint,
-  type IvSummary,
   type SmileQuote,
   type SurfaceArbitrage,
-  type SurfaceSnapshot,
   type VolatilityModel,
 } from '../src/cache/snapshot.js';
 import {
@@ -64,6 +61,9 @@ import { normCdf } from '../src/quant/normal.js';
 import { summarizeParts } from '../src/cache/history.js';
 import type { VolSurface } from '../src/quant/surface.js';
 import type { ChainView } from './chainState.js';
+import { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit } from '../src/cache/snapshotBuilder.js';
+
+export { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit };
 
 /** Seconds in an ACT/365 year. */
 const YEAR_S = 365 * 86400;
@@ -79,59 +79,8 @@ export interface ChainFitOptions {
   readonly sabrBeta?: number;
 }
 
-/** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
-export interface ModelFit {
-  readonly model: VolatilityModel;
-  /** Served slices sorted by T ascending (may be empty). */
-  readonly slices: readonly ExpirySlice[];
-  /** Expiries this model could not serve, and why. */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of this model's fits and checks. */
-  readonly calibrationMs: number;
-  /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
-  readonly arbitrage?: SurfaceArbitrage;
-  /** The iVSummary figures of the served surface, computed in the worker (absent: computed on first use). */
-  readonly summary?: IvSummary;
-}
 
-/**
- * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
- * sends back and what {@link buildSnapshots} turns into immutable cache snapshots (one per model).
- */
-export interface ChainFit {
-  readonly source: ChainView['source'];
-  readonly pair: ChainView['pair'];
-  readonly observationTimestamp: number;
-  /** Null when the chain has no spot yet (then nothing is built). */
-  readonly spot: number | null;
-  /** Listed forward points, sorted by T. */
-  readonly points: readonly ForwardPoint[];
-  /** One entry per model fitted (all three from fitChain; one when rebuilt from a Kafka document). */
-  readonly models: readonly ModelFit[];
-  /** Expiries skipped by every model and why (too close to expiry, no usable quote). */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of the whole fit. */
-  readonly calibrationMs: number;
-  /** Version of the chain state the fit was made from ({@link ChainView.version}). */
-  readonly version: number;
-}
 
-/** Outcome of one chain calibration, as the cache takes it. */
-export interface CalibrationResult {
-  readonly source: ChainView['source'];
-  readonly pair: ChainView['pair'];
-  /** One snapshot per model with at least one served expiry, in VOLATILITY_MODELS order. */
-  readonly surfaces: readonly SurfaceSnapshot[];
-  /** The SVI snapshot (the first of `surfaces` when SVI is absent); null when no model served an expiry. */
-  readonly surface: SurfaceSnapshot | null;
-  /** Null when the chain has no spot yet. */
-  readonly forwardCurve: ForwardCurveSnapshot | null;
-  /** Expiries skipped and why. */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  readonly calibrationMs: number;
-  /** Version of the chain state calibrated. */
-  readonly version: number;
-}
 
 interface ExpiryGroup {
   readonly expirationTimestamp: number;
@@ -987,66 +936,8 @@ export class ChainFitter {
 // ---------------------------------------------------------------------------------------------
 // Snapshots (main thread)
 
-function freezeSummary(s: IvSummary): IvSummary {
-  return Object.freeze({
-    observationTimestamp: s.observationTimestamp,
-    listed: Object.freeze(s.listed.map((e) => Object.freeze({ ...e }))),
-    constMat: Object.freeze(s.constMat.map((e) => Object.freeze({ ...e }))),
-  });
-}
 
-function freezeSlice(s: ExpirySlice): ExpirySlice {
-  return Object.freeze({
-    ...s,
-    params: Object.freeze({ ...s.params }),
-    fit: Object.freeze({ ...s.fit, ...(s.fit.warnings ? { warnings: Object.freeze([...s.fit.warnings]) } : {}) }),
-    quotes: Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))),
-  });
-}
 
-/**
- * Immutable cache snapshots from a fit: per model a VolSurface over its served slices (buildModelSurface:
- * the model's w(k) per expiry, the calendar envelope where the fit says so) and the ForwardCurve over the
- * listed points, shared by every model's snapshot (cheap: no fitting).
- * @param fit a {@link ChainFit} (from {@link fitChain}, a worker, or a Kafka document)
- * @param sequence the snapshot sequence number to stamp (per (source, pair): every model of one
- *   recalibration carries the same number)
- * @throws RangeError when a slice's parameters are invalid for its model (never for fitChain's output)
- */
-export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResult {
-  const { source, pair, spot, observationTimestamp: obs } = fit;
-  if (spot === null) {
-    return { source, pair, surfaces: [], surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
-  }
-  const points = Object.freeze(fit.points.map((p) => Object.freeze({ ...p })));
-  const curve = new ForwardCurve(spot, points);
-  const forwardCurve: ForwardCurveSnapshot = Object.freeze({ source, pair, observationTimestamp: obs, spot, points, curve, sequence });
-  const surfaces: SurfaceSnapshot[] = [];
-  for (const mf of fit.models) {
-    if (mf.slices.length === 0) continue;
-    const slices = Object.freeze(mf.slices.map(freezeSlice));
-    surfaces.push(
-      Object.freeze({
-        source,
-        pair,
-        model: mf.model,
-        observationTimestamp: obs,
-        spot,
-        slices,
-        surface: buildModelSurface(mf.model, slices),
-        forwardCurve: curve,
-        // this model's own fit time (the chain's total is CalibrationResult.calibrationMs)
-        calibrationMs: mf.calibrationMs,
-        sequence,
-        ...(mf.arbitrage ? { arbitrage: Object.freeze({ ...mf.arbitrage, counts: Object.freeze({ ...mf.arbitrage.counts }) }) } : {}),
-        skipped: Object.freeze([...fit.skipped, ...mf.skipped].map((x) => Object.freeze({ ...x }))),
-        ...(mf.summary ? { summary: freezeSummary(mf.summary) } : {}),
-      }),
-    );
-  }
-  const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
-  return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
-}
 
 /** Fit and build in one step, on the calling thread (stateless: a fresh FitMemory). */
 export function calibrateChain(view: ChainView, sequence: number, options: ChainFitOptions = {}): CalibrationResult {

@@ -1,6 +1,6 @@
 /**
  * Calibration off the thread serving REST: a pool of worker threads (streams/calibrationWorker.ts) that fit
- * chains, and the separate worker of the simulated 24 h history (streams/historyWorker.ts, simulated mode only,
+ * chains, and the separate worker of the simulated 24 h history (adapters/simulator/historyWorker.ts, simulated mode only,
  * so that simulator code never loads in the production calibration workers).
  *
  * Pool (issue 12 item 2): `size` workers (default {@link defaultPoolSize}: `os.availableParallelism() - 1`, at
@@ -21,7 +21,6 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
 import type { ChainView } from './chainState.js';
-import type { HistorySpec } from './simulatedHistory.js';
 
 /** Default pool size: one worker per core, minus one core for REST and ingest, at least one. */
 export function defaultPoolSize(): number {
@@ -37,7 +36,7 @@ interface Pending {
  * One worker thread answering `{ id, ...body }` requests with `{ id, result }` or `{ id, error }`, in order.
  * Spawned lazily; restarted on the next request after it dies (pending requests then fail).
  */
-class WorkerChannel {
+export class WorkerChannel {
   private worker: Worker | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
@@ -267,40 +266,5 @@ export class CalibrationPool {
       for (const q of s.queue.splice(0)) q.reject(new Error('calibration pool closed'));
     }
     await Promise.all(this.slots.map((s) => s.channel.close()));
-  }
-}
-
-/**
- * The worker of the simulated 24 h history (simulated mode only): prints the twin market's chains and fits
- * them (streams/historyWorker.ts, streams/simulatedHistory.ts), apart from the production calibration pool.
- */
-export class HistoryWorker {
-  private readonly channel: WorkerChannel;
-
-  /**
-   * @param fitOptions options of every fit (SABR beta)
-   * @param idleMs stop the thread after this long without work (default 30 000: the seeding needs it a few seconds
-   *   every `everyS`, 5 minutes, so its memory, the simulator modules and the twin market, is not held between);
-   *   the next point respawns it and the twin market steps from its start again, in the worker
-   */
-  constructor(fitOptions: ChainFitOptions = {}, idleMs = 30_000) {
-    this.channel = new WorkerChannel(new URL('./historyWorker.ts', import.meta.url), { fitOptions }, 'history', idleMs);
-  }
-
-  /** Times the thread was stopped for idleness. */
-  get idleStops(): number {
-    return this.channel.idleStops;
-  }
-
-  /**
-   * Print step `step` of the simulated history `spec` and fit every pair.
-   * @throws Error (rejected promise) when the worker fails or is closed
-   */
-  fitHistory(spec: HistorySpec, step: number): Promise<ChainFit[]> {
-    return this.channel.request<ChainFit[]>({ history: { spec, step } });
-  }
-
-  async close(): Promise<void> {
-    await this.channel.close();
   }
 }

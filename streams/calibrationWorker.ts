@@ -5,7 +5,7 @@
  * failure. `workerData.fitOptions` holds the {@link ChainFitOptions} (SABR beta). The worker's {@link ChainFitter}
  * keeps, per (source, pair) and namespace, the last good slice of each expiry and the repair/rejection counts;
  * they are lost when the worker restarts. Production code only: no simulator module is loaded here (the
- * simulated history has its own worker, streams/historyWorker.ts).
+ * simulated history has its own worker, adapters/simulator/historyWorker.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChainFitter, type ChainFitOptions } from './calibrate.js';

@@ -1,5 +1,5 @@
 /**
- * A simulator Market pre-run through a stretch of history (the simulated 24 h history, streams/simulatedHistory.ts):
+ * A simulator Market pre-run through a stretch of history (the simulated 24 h history, adapters/simulator/history.ts):
  * built `steps` steps of `stepS` seconds before now from the same seed, stepped to now, then released to the
  * real clock. Deterministic in (seed, startMs, stepS, steps), so the simulator process and the service's twin
  * market (which prints the history) follow exactly the same path.

@@ -22,7 +22,7 @@ export interface SimulatorProcessOptions {
   /** The simulators' clock = the machine's wall clock + this many ms (the parent service's simulated clock,
    * SIM_START_TIME, crosses the process boundary as this offset; both processes read the same wall clock). Default 0. */
   readonly clockOffsetMs?: number;
-  /** Pre-run the market through this history (streams/simulatedHistory.ts spec and steps), or none. */
+  /** Pre-run the market through this history (adapters/simulator/history.ts spec and steps), or none. */
   readonly history?: { readonly spec: PrerunSpec; readonly steps: number };
   readonly deribit?: Plain<DeribitSimulatorOptions>;
   readonly okx?: Plain<OkxSimulatorOptions>;

@@ -14,7 +14,7 @@
  * pair table times the three models (and `maxKeys`). It is filled from three places: the cache's surface updates
  * (live calibrations, or a Kafka replica's documents), the Kafka `surface-history` topic at start-up
  * (src/kafka/history.ts `restoreSurfaceHistory` -> {@link SurfaceHistory.record}), and, in simulated mode,
- * the seeding from the simulator's own 24 h history (streams/simulatedHistory.ts).
+ * the seeding from the simulator's own 24 h history (adapters/simulator/history.ts).
  *
  * 24 h change ({@link withDiffs}): current figure minus the figure of the history point NEAREST to
  * observationTimestamp - 24 h, provided it lies within {@link DIFF_TOLERANCE_S} (30 min) of that instant; listed

@@ -10,7 +10,7 @@ import type { FeedStats, MarketFeed } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import type { Clock } from '../domain/clock.js';
 import type { MarketEvent } from '../domain/events.js';
-import type { CalibrationResult } from '../../streams/calibrate.js';
+import type { CalibrationResult } from '../cache/snapshotBuilder.js';
 import { feedPanel, type FeedPanel, type MarketMode } from '../dashboard/state.js';
 import { FeedRates } from './feedRates.js';
 import { ServiceMetrics, type PublisherLike } from './serviceMetrics.js';

@@ -31,7 +31,7 @@ import { QUALITY_WARNING_PREFIX, type SurfaceSnapshot } from '../cache/snapshot.
 import type { Clock } from '../domain/clock.js';
 import { pairLabel } from '../domain/markets.js';
 import type { KindCounts, PublisherStats } from '../kafka/publisher.js';
-import type { CalibrationResult } from '../../streams/calibrate.js';
+import type { CalibrationResult } from '../cache/snapshotBuilder.js';
 import { FeedRates } from './feedRates.js';
 
 /** What the metrics read from a Kafka publisher (src/kafka/publisher.ts KafkaPublisher). */

@@ -2,7 +2,7 @@
  * Integration on 127.0.0.1 (the embedded simulators, the real adapters over real sockets, the default
  * configuration: Deribit, OKX and Bybit on one shared market): every endpoint that takes volatilityModel answers
  * for SVI, SABR and VANNA_VOLGA on every configured pair; the surface endpoint shows parameters, fit diagnostics and the no-arbitrage status; iVSummary
- * shows every figure with 24 h changes from the simulator's pre-run history (streams/simulatedHistory.ts).
+ * shows every figure with 24 h changes from the simulator's pre-run history (adapters/simulator/history.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';

@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
-import { CalibrationPool, defaultPoolSize, HistoryWorker } from '../../streams/calibrationPool.js';
+import { CalibrationPool, defaultPoolSize } from '../../streams/calibrationPool.js';
+import { HistoryWorker } from '../../adapters/simulator/historyPool.js';
 import type { Pair } from '../../src/domain/markets.js';
 
 /** The chain of a recorded file as `pair`; with `expiries`, only the options of its first that many expiries. */
@@ -125,7 +126,7 @@ describe('CalibrationPool', () => {
     const src = readFileSync(new URL('../../streams/calibrationWorker.ts', import.meta.url), 'utf8');
     const imports = [...src.matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1]!);
     expect(imports).toContain('./calibrate.js');
-    // calibrate.ts and its own imports: none under adapters/simulator or streams/simulatedHistory
+    // calibrate.ts and its own imports: none under adapters/simulator or adapters/simulator/history
     const seen = new Set<string>();
     const walk = (url: URL): void => {
       if (seen.has(url.href)) return;

@@ -1,12 +1,12 @@
 /**
- * The simulated market's 24 h history (streams/simulatedHistory.ts) on a fake clock: the pre-run market the
+ * The simulated market's 24 h history (adapters/simulator/history.ts) on a fake clock: the pre-run market the
  * simulator serves is the end of the same path the seed chains are printed from (same seed, same steps: the
  * twin printer of the calibration worker), seed
  * points are calibrated just in time (only those the 24 h changes need), and the seed chains are real Deribit
  * tickers of the simulated listing calibrated by the service's own fitChain into the history.
  */
 import { describe, expect, it } from 'vitest';
-import { historyFitter, prepareSimulatedHistory, TwinMarketPrinter, type HistorySpec, type SeedingTarget } from '../../streams/simulatedHistory.js';
+import { historyFitter, prepareSimulatedHistory, TwinMarketPrinter, type HistorySpec, type SeedingTarget } from '../../adapters/simulator/history.js';
 import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { SurfaceHistory } from '../../src/cache/history.js';

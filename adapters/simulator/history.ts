@@ -27,26 +27,26 @@
  * option is refreshed about once a second).
  */
 import type { Logger } from 'pino';
-import type { MarketEvent } from '../src/domain/events.js';
-import { SOURCES, pairKey, type Source } from '../src/domain/markets.js';
-import type { SurfaceSnapshot } from '../src/cache/snapshot.js';
-import { DIFF_HORIZON_S } from '../src/cache/history.js';
-import { normalizeDeribit } from '../adapters/deribit/normalize.js';
-import { Market } from '../adapters/simulator/market.js';
-import { prerunMarket } from '../adapters/simulator/prerun.js';
-import { DeribitChains } from '../adapters/simulator/chains.js';
-import { futureTicker, indexData, notification, optionTicker, type SettlementMemory } from '../adapters/simulator/deribitMessages.js';
-import { Rng } from '../adapters/simulator/rng.js';
-import { MarketView, OKX_VIEW, BYBIT_VIEW } from '../adapters/simulator/exchangeView.js';
-import { OkxChains } from '../adapters/simulator/okxChains.js';
-import { indexStats, indexTickerItem, markPriceItem, okxPush, optSummaryItem, tickerItem } from '../adapters/simulator/okxMessages.js';
-import { BybitChains } from '../adapters/simulator/bybitChains.js';
-import { linearRecord, optionTickerData } from '../adapters/simulator/bybitMessages.js';
-import { OkxNormalizer, normalizeOkxInstruments } from '../adapters/okx/normalize.js';
-import { BybitNormalizer, normalizeBybitInstruments } from '../adapters/bybit/normalize.js';
-import type { Normalizer } from '../src/domain/feeds.js';
-import { ChainState, type ChainView } from './chainState.js';
-import { buildSnapshots, type ChainFit, type ChainFitter } from './calibrate.js';
+import type { MarketEvent } from '../../src/domain/events.js';
+import { SOURCES, pairKey, type Source } from '../../src/domain/markets.js';
+import type { SurfaceSnapshot } from '../../src/cache/snapshot.js';
+import { DIFF_HORIZON_S } from '../../src/cache/history.js';
+import { normalizeDeribit } from '../deribit/normalize.js';
+import { Market } from './market.js';
+import { prerunMarket } from './prerun.js';
+import { DeribitChains } from './chains.js';
+import { futureTicker, indexData, notification, optionTicker, type SettlementMemory } from './deribitMessages.js';
+import { Rng } from './rng.js';
+import { MarketView, OKX_VIEW, BYBIT_VIEW } from './exchangeView.js';
+import { OkxChains } from './okxChains.js';
+import { indexStats, indexTickerItem, markPriceItem, okxPush, optSummaryItem, tickerItem } from './okxMessages.js';
+import { BybitChains } from './bybitChains.js';
+import { linearRecord, optionTickerData } from './bybitMessages.js';
+import { OkxNormalizer, normalizeOkxInstruments } from '../okx/normalize.js';
+import { BybitNormalizer, normalizeBybitInstruments } from '../bybit/normalize.js';
+import type { Normalizer } from '../../src/domain/feeds.js';
+import { ChainState, type ChainView } from '../../streams/chainState.js';
+import { buildSnapshots, type ChainFit, type ChainFitter } from '../../streams/calibrate.js';
 
 /** Which history: the market seed, its start (Unix ms, now - hours), its step (seconds), the exchanges printed. */
 export interface HistorySpec {

@@ -1,0 +1,136 @@
+/**
+ * From fits to immutable cache snapshots: the one builder the calibration pipeline (streams/) and the Kafka replica
+ * (src/kafka/rebuild.ts) share, so a replica answers with the very numbers of the calibrator that published.
+ * A {@link ChainFit} is plain data (structured-clone and JSON safe): what a calibration worker sends back.
+ */
+import { ForwardCurve } from '../quant/forwardCurve.js';
+import type { Pair, Source } from '../domain/markets.js';
+import { buildModelSurface } from './modelSurface.js';
+import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, IvSummary, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
+
+/** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
+export interface ModelFit {
+  readonly model: VolatilityModel;
+  /** Served slices sorted by T ascending (may be empty). */
+  readonly slices: readonly ExpirySlice[];
+  /** Expiries this model could not serve, and why. */
+  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
+  /** Wall-clock milliseconds of this model's fits and checks. */
+  readonly calibrationMs: number;
+  /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
+  readonly arbitrage?: SurfaceArbitrage;
+  /** The iVSummary figures of the served surface, computed in the worker (absent: computed on first use). */
+  readonly summary?: IvSummary;
+}
+
+/**
+ * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
+ * sends back and what {@link buildSnapshots} turns into immutable cache snapshots (one per model).
+ */
+export interface ChainFit {
+  readonly source: Source;
+  readonly pair: Pair;
+  readonly observationTimestamp: number;
+  /** Null when the chain has no spot yet (then nothing is built). */
+  readonly spot: number | null;
+  /** Listed forward points, sorted by T. */
+  readonly points: readonly ForwardPoint[];
+  /** One entry per model fitted (all three from fitChain; one when rebuilt from a Kafka document). */
+  readonly models: readonly ModelFit[];
+  /** Expiries skipped by every model and why (too close to expiry, no usable quote). */
+  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
+  /** Wall-clock milliseconds of the whole fit. */
+  readonly calibrationMs: number;
+  /** Version of the chain state the fit was made from (streams/chainState.ts ChainView.version). */
+  readonly version: number;
+}
+
+/** Outcome of one chain calibration, as the cache takes it. */
+export interface CalibrationResult {
+  readonly source: Source;
+  readonly pair: Pair;
+  /** One snapshot per model with at least one served expiry, in VOLATILITY_MODELS order. */
+  readonly surfaces: readonly SurfaceSnapshot[];
+  /** The SVI snapshot (the first of `surfaces` when SVI is absent); null when no model served an expiry. */
+  readonly surface: SurfaceSnapshot | null;
+  /** Null when the chain has no spot yet. */
+  readonly forwardCurve: ForwardCurveSnapshot | null;
+  /** Expiries skipped and why. */
+  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
+  readonly calibrationMs: number;
+  /** Version of the chain state calibrated. */
+  readonly version: number;
+}
+
+function freezeSummary(s: IvSummary): IvSummary {
+  return Object.freeze({
+    observationTimestamp: s.observationTimestamp,
+    listed: Object.freeze(s.listed.map((e) => Object.freeze({ ...e }))),
+    constMat: Object.freeze(s.constMat.map((e) => Object.freeze({ ...e }))),
+  });
+}
+
+function freezeSlice(s: ExpirySlice): ExpirySlice {
+  return Object.freeze({
+    ...s,
+    params: Object.freeze({ ...s.params }),
+    fit: Object.freeze({ ...s.fit, ...(s.fit.warnings ? { warnings: Object.freeze([...s.fit.warnings]) } : {}) }),
+    quotes: Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))),
+  });
+}
+
+/**
+ * The immutable forward-curve snapshot of one (source, pair): the ForwardCurve over the listed points (frozen copies).
+ * @param points listed forward points sorted by T; @param spot the index, quote currency (> 0)
+ * @throws RangeError from ForwardCurve on invalid points or spot
+ */
+export function buildForwardCurveSnapshot(source: Source, pair: Pair, observationTimestamp: number, spot: number, points: readonly ForwardPoint[], sequence: number): ForwardCurveSnapshot {
+  const frozen = Object.freeze(points.map((p) => Object.freeze({ ...p })));
+  const curve = new ForwardCurve(spot, frozen);
+  return Object.freeze({ source, pair, observationTimestamp, spot, points: frozen, curve, sequence });
+}
+
+/**
+ * The immutable surface snapshot of one model over its served slices: a VolSurface (buildModelSurface: the model's
+ * w(k) per expiry, the calendar envelope where the fit says so) on the pair's forward-curve snapshot.
+ * @param skipped expiries not served and why (the chain's and the model's, joined by the caller)
+ * @throws RangeError when a slice's parameters are invalid for its model
+ */
+export function buildSurfaceSnapshot(fc: ForwardCurveSnapshot, mf: ModelFit, skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>): SurfaceSnapshot {
+  const slices = Object.freeze(mf.slices.map(freezeSlice));
+  return Object.freeze({
+    source: fc.source,
+    pair: fc.pair,
+    model: mf.model,
+    observationTimestamp: fc.observationTimestamp,
+    spot: fc.spot,
+    slices,
+    surface: buildModelSurface(mf.model, slices),
+    forwardCurve: fc.curve,
+    // this model's own fit time (the chain's total is CalibrationResult.calibrationMs)
+    calibrationMs: mf.calibrationMs,
+    sequence: fc.sequence,
+    ...(mf.arbitrage ? { arbitrage: Object.freeze({ ...mf.arbitrage, counts: Object.freeze({ ...mf.arbitrage.counts }) }) } : {}),
+    skipped: Object.freeze(skipped.map((x) => Object.freeze({ ...x }))),
+    ...(mf.summary ? { summary: freezeSummary(mf.summary) } : {}),
+  });
+}
+
+/**
+ * Immutable cache snapshots from a fit: per model a surface snapshot ({@link buildSurfaceSnapshot}) and the forward
+ * curve shared by every model's snapshot ({@link buildForwardCurveSnapshot}); cheap, no fitting.
+ * @param fit a {@link ChainFit} (from streams/calibrate.ts fitChain or a calibration worker)
+ * @param sequence the snapshot sequence number to stamp (per (source, pair): every model of one
+ *   recalibration carries the same number)
+ * @throws RangeError when a slice's parameters are invalid for its model (never for fitChain's output)
+ */
+export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResult {
+  const { source, pair, spot, observationTimestamp: obs } = fit;
+  if (spot === null) {
+    return { source, pair, surfaces: [], surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+  }
+  const forwardCurve = buildForwardCurveSnapshot(source, pair, obs, spot, fit.points, sequence);
+  const surfaces = fit.models.filter((mf) => mf.slices.length > 0).map((mf) => buildSurfaceSnapshot(forwardCurve, mf, [...fit.skipped, ...mf.skipped]));
+  const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
+  return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+}
