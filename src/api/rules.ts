@@ -20,9 +20,6 @@ import type { MarketCache } from '../cache/marketCache.js';
 import { ApiError, badRequest, type ErrorDetail } from './errors.js';
 import { EXPIRY_HORIZON_S, MONEYNESS_FACTOR } from './limits.js';
 
-/** Models calibrated by this build (all three, streams/calibrate.ts); others would answer 400 "not available yet". */
-export const AVAILABLE_MODELS: ReadonlySet<VolatilityModel> = new Set<VolatilityModel>(['SVI', 'SABR', 'VANNA_VOLGA']);
-
 /** Collects item errors of one request. */
 export class DetailCollector {
   readonly details: ErrorDetail[] = [];
@@ -60,13 +57,6 @@ export function resolvePair(
     return undefined;
   }
   return { source, pair };
-}
-
-/** Check a volatility model is calibrated by this build. */
-export function checkModel(errs: DetailCollector, prefix: string, model: VolatilityModel): void {
-  if (!AVAILABLE_MODELS.has(model)) {
-    errs.add(`${prefix}volatilityModel`, `${model} is not available yet (available: ${[...AVAILABLE_MODELS].join(', ')})`);
-  }
 }
 
 /**

@@ -18,7 +18,6 @@ import {
   assertServable,
   checkExpiry,
   checkFiniteResult,
-  checkModel,
   checkMoneyness,
   checkUniqueIds,
   DetailCollector,
@@ -56,7 +55,7 @@ export const euBarrierRoutes =
           }
           if (it.volatilityModel !== 'SVI') {
             errs.add(`${prefix}volatilityModel`, `euBarrier supports only SVI, got ${it.volatilityModel}`);
-          } else checkModel(errs, prefix, it.volatilityModel);
+          }
           checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
           if (!isDigital(it.europeanBarrierOptionType)) {
             if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${it.europeanBarrierOptionType}`);

@@ -14,7 +14,6 @@ import {
   assertServable,
   checkExpiry,
   checkFiniteResult,
-  checkModel,
   checkMoneyness,
   checkUniqueIds,
   DetailCollector,
@@ -40,7 +39,6 @@ export function resolveIvItems<T extends IvItemBase>(cache: MarketCache, items: 
   const resolved = items.map((it, i) => {
     const prefix = `[${i}].`;
     const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-    checkModel(errs, prefix, it.volatilityModel);
     checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
     return r;
   });

@@ -14,7 +14,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { summarizeSurface, withDiffs } from '../../cache/history.js';
 import { SurfaceQuery } from '../schemas.js';
-import { assertServable, checkModel, DetailCollector, resolvePair } from '../rules.js';
+import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const ivSummaryRoutes =
   (cache: MarketCache): FastifyPluginAsyncZod =>
@@ -32,7 +32,6 @@ export const ivSummaryRoutes =
         const q = req.query;
         const errs = new DetailCollector();
         const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
-        checkModel(errs, '', q.volatilityModel);
         errs.throwIfAny('query');
         const { source, pair } = r!;
         assertServable(cache, source, pair, q.volatilityModel);

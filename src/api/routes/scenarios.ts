@@ -24,7 +24,6 @@ import {
   assertServable,
   checkExpiry,
   checkFiniteResult,
-  checkModel,
   checkMoneyness,
   DetailCollector,
   resolveInverse,
@@ -71,7 +70,6 @@ export function resolveScenarioInstruments(cache: MarketCache, items: readonly A
     const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
     if (isOption(type)) {
       if (it.volatilityModel === undefined) errs.add(`${prefix}volatilityModel`, `Required for ${type}`);
-      else checkModel(errs, prefix, it.volatilityModel);
       if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${type}`);
     }
     if (type !== 'SPOT') {

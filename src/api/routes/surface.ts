@@ -9,7 +9,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { SurfaceQuery } from '../schemas.js';
-import { assertServable, checkModel, DetailCollector, resolvePair } from '../rules.js';
+import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const surfaceRoutes =
   (cache: MarketCache): FastifyPluginAsyncZod =>
@@ -26,7 +26,6 @@ export const surfaceRoutes =
         const q = req.query;
         const errs = new DetailCollector();
         const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
-        checkModel(errs, '', q.volatilityModel);
         errs.throwIfAny('query');
         const { source, pair } = r!;
         assertServable(cache, source, pair, q.volatilityModel);

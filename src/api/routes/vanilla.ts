@@ -13,7 +13,6 @@ import {
   assertServable,
   checkExpiry,
   checkFiniteResult,
-  checkModel,
   checkMoneyness,
   checkUniqueIds,
   DetailCollector,
@@ -36,7 +35,6 @@ export const vanillaRoutes =
           const prefix = `[${i}].`;
           const type = it.vanillaOptionType ?? 'FORWARD';
           const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-          checkModel(errs, prefix, it.volatilityModel);
           checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
           if ((type === 'CALL' || type === 'PUT') && it.strike === undefined) {
             errs.add(`${prefix}strike`, `Required for ${type}`);
