@@ -41,6 +41,8 @@ afterAll(async () => {
 describe('three models on the simulated default', () => {
   it('surface: parameters, fit diagnostics, listed expiries with forwards, and the arbitrage status, for every pair and model', async () => {
     expect(svc.cache.expected().length).toBeGreaterThanOrEqual(4);
+    /** Vanna-Volga: rmse10Delta minus the spread allowance, per expiry over a day, every pair. */
+    const vvExcess: number[] = [];
     for (const { source, pair } of svc.cache.expected()) {
       for (const model of MODELS) {
         const r = await http('GET', surfaceUrl(source, pair.base, pair.quote, model));
@@ -70,16 +72,28 @@ describe('three models on the simulated default', () => {
           // deribitMessages.ts). The marks are Merton jump-diffusion prices with mark noise (market.ts markIv), outside
           // every model's family, so no model fits them exactly. Expiries less than a day away are left out: their
           // marks have flat plateaus beyond 2 standard deviations (MARK_NOISE.plateauDays), which no smooth smile
-          // follows; the quality warnings speak for them. SABR (a diffusion, fitted unweighted to all marks) is left
-          // out under a week, where the jump-driven wings dominate its three parameters (measured 3.07 vol pts
-          // between the 10-delta strikes at 3.4 days).
+          // follows; the quality warnings speak for them. A model whose own best unconstrained fit of the expiry
+          // (diagnostics.referenceRmseVolPts, the service's reference) cannot reach the marks, as SABR, a diffusion,
+          // cannot on jump-driven short-dated wings (measured 2.0 to 3.1 vol pts between the 10-delta strikes at 3
+          // days to 4 weeks), is allowed that irreducible model error on top: tolerance = spread + reference RMSE.
+          // What is tested is that calibration and repairs add nothing beyond the model's best fit.
           const spread = 2 * (0.85 + 0.5 / Math.sqrt(Math.max(e.T * 365, 0.25)));
-          if (d.rmse10DeltaVolPts !== null && e.T >= (model === 'SABR' ? 7 : 1) / 365) {
-            expect(d.rmse10DeltaVolPts, `${label} T=${e.T}`).toBeLessThan(spread);
+          // Vanna-Volga is no least-squares fit (three pillars per side, no reference): its goal is on the median over
+          // expiries (issue 11), checked after the loop.
+          if (d.rmse10DeltaVolPts !== null && e.T >= 1 / 365) {
+            if (model === 'VANNA_VOLGA') vvExcess.push(d.rmse10DeltaVolPts - spread);
+            else {
+              const modelError = model === 'SVI' ? 0 : (d.referenceRmseVolPts ?? 0);
+              expect(d.rmse10DeltaVolPts, `${label} T=${e.T} reference ${d.referenceRmseVolPts}`).toBeLessThan(spread + modelError);
+            }
           }
         }
       }
     }
+    // Vanna-Volga: the median expiry lies within its spread between the 10-delta strikes
+    expect(vvExcess.length).toBeGreaterThan(5);
+    const sorted = [...vvExcess].sort((a, b) => a - b);
+    expect(sorted[Math.floor(sorted.length / 2)]!, `Vanna-Volga excess over the spread: ${sorted.map((x) => x.toFixed(2)).join(' ')}`).toBeLessThan(0);
   });
 
   it('byStrike, byDelta, vanilla and riskScenarios answer for every model on every pair, near the marks', async () => {

@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { ensureKafka } from '../setup/kafka.js';
 import { http, startTestService } from '../helpers/service.js';
+import { testNowS } from '../helpers/simClock.js';
 import type { RunningService } from '../../src/service.js';
 import { ensureTopics, topicNames } from '../../src/kafka/topics.js';
 import { forwardCurveToMessage, SCHEMA_HEADER, surfaceToMessage, type SurfaceSnapshotMessage } from '../../src/kafka/schemas.js';
@@ -73,7 +74,7 @@ describe.skipIf(!kafka)('API replica catch-up and per-kind staleness (real broke
     //    small forward curves, and a SOL/USDC surface observed 2 * STALE_AFTER_S ago with a fresh forward curve.
     const producer = client.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
     await producer.connect();
-    const t0 = Date.now() / 1000;
+    const t0 = testNowS(); // the replica runs on the test file's simulated timeline (test/helpers/simClock.ts)
     let bytes = 0;
     const send = async (topic: string, key: string, value: unknown, header: string) => {
       const raw = JSON.stringify(value);

@@ -30,7 +30,7 @@ import {
   type SurfaceSnapshotMessage,
 } from '../../src/kafka/schemas.js';
 import { consumeUntil, fundingPoint, type Rec } from './helpers.js';
-import { testNowS } from '../helpers/simClock.js';
+import { simStartEnv, testNowS } from '../helpers/simClock.js';
 
 const kafka = await ensureKafka();
 
@@ -277,7 +277,9 @@ function withoutDiffs(v: unknown): unknown {
 async function startChild(env: Record<string, string>, children: ChildProcess[]): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: REPO_ROOT,
-    env: { ...process.env, ...env, KAFKA_BROKERS: env['KAFKA_BROKERS'] },
+    // the child runs on this test file's simulated timeline too (SIM_START_TIME = the timeline's time at spawn;
+    // its clock starts when its config loads, a boot time later, so it lags by that: seconds, never an hour)
+    env: { ...process.env, ...simStartEnv(), ...env, KAFKA_BROKERS: env['KAFKA_BROKERS'] },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
