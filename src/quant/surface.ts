@@ -106,18 +106,16 @@ export class VolSurface {
   }
 
   /**
-   * Total implied variance w(k, T) at log-moneyness k = ln(K/F(T)) and T years: linear in T at fixed
-   * k between listed expiries, constant implied vol at fixed k before the first and after the last
-   * (module docstring). w(k, 0) = 0. @throws RangeError if T < 0 or not finite.
+   * Where T (> 0) lies among the slices: at or before the first or at or after the last slice (`edge`: the caller
+   * scales that slice's w by T / edge.T, constant implied vol), else between the slices `a` and `b` with
+   * a.T <= T < b.T (binary search).
    */
-  totalVariance(T: number, k: number): number {
-    if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVariance: T must be >= 0, got ${T}`);
-    if (T === 0) return 0;
+  private bracket(T: number): { readonly edge: SurfaceSlice } | { readonly a: SurfaceSlice; readonly b: SurfaceSlice } {
     const s = this.slices;
     const first = s[0] as SurfaceSlice;
     const last = s[s.length - 1] as SurfaceSlice;
-    if (T <= first.T) return (first.totalVariance(k) * T) / first.T;
-    if (T >= last.T) return (last.totalVariance(k) * T) / last.T;
+    if (T <= first.T) return { edge: first };
+    if (T >= last.T) return { edge: last };
     let lo = 0;
     let hi = s.length - 1;
     while (hi - lo > 1) {
@@ -125,8 +123,20 @@ export class VolSurface {
       if ((s[mid] as SurfaceSlice).T <= T) lo = mid;
       else hi = mid;
     }
-    const a = s[lo] as SurfaceSlice;
-    const b = s[hi] as SurfaceSlice;
+    return { a: s[lo] as SurfaceSlice, b: s[hi] as SurfaceSlice };
+  }
+
+  /**
+   * Total implied variance w(k, T) at log-moneyness k = ln(K/F(T)) and T years: linear in T at fixed
+   * k between listed expiries, constant implied vol at fixed k before the first and after the last
+   * (module docstring). w(k, 0) = 0. @throws RangeError if T < 0 or not finite.
+   */
+  totalVariance(T: number, k: number): number {
+    if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVariance: T must be >= 0, got ${T}`);
+    if (T === 0) return 0;
+    const br = this.bracket(T);
+    if ('edge' in br) return (br.edge.totalVariance(k) * T) / br.edge.T;
+    const { a, b } = br;
     const wa = a.totalVariance(k);
     const wb = b.totalVariance(k);
     return wa + ((wb - wa) * (T - a.T)) / (b.T - a.T);
@@ -141,20 +151,12 @@ export class VolSurface {
   totalVarianceAt(T: number): (k: number) => number {
     if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVariance: T must be >= 0, got ${T}`);
     if (T === 0) return () => 0;
-    const s = this.slices;
-    const first = s[0] as SurfaceSlice;
-    const last = s[s.length - 1] as SurfaceSlice;
-    if (T <= first.T) return (k) => (first.totalVariance(k) * T) / first.T;
-    if (T >= last.T) return (k) => (last.totalVariance(k) * T) / last.T;
-    let lo = 0;
-    let hi = s.length - 1;
-    while (hi - lo > 1) {
-      const mid = (lo + hi) >> 1;
-      if ((s[mid] as SurfaceSlice).T <= T) lo = mid;
-      else hi = mid;
+    const br = this.bracket(T);
+    if ('edge' in br) {
+      const e = br.edge;
+      return (k) => (e.totalVariance(k) * T) / e.T;
     }
-    const a = s[lo] as SurfaceSlice;
-    const b = s[hi] as SurfaceSlice;
+    const { a, b } = br;
     const dT = T - a.T;
     const span = b.T - a.T;
     return (k) => {
@@ -172,20 +174,9 @@ export class VolSurface {
   totalVarianceDk(T: number, k: number): number | null {
     if (!(Number.isFinite(T) && T >= 0)) throw new RangeError(`VolSurface.totalVarianceDk: T must be >= 0, got ${T}`);
     if (T === 0) return 0;
-    const s = this.slices;
-    const first = s[0] as SurfaceSlice;
-    const last = s[s.length - 1] as SurfaceSlice;
-    if (T <= first.T) return first.totalVarianceDk ? (first.totalVarianceDk(k) * T) / first.T : null;
-    if (T >= last.T) return last.totalVarianceDk ? (last.totalVarianceDk(k) * T) / last.T : null;
-    let lo = 0;
-    let hi = s.length - 1;
-    while (hi - lo > 1) {
-      const mid = (lo + hi) >> 1;
-      if ((s[mid] as SurfaceSlice).T <= T) lo = mid;
-      else hi = mid;
-    }
-    const a = s[lo] as SurfaceSlice;
-    const b = s[hi] as SurfaceSlice;
+    const br = this.bracket(T);
+    if ('edge' in br) return br.edge.totalVarianceDk ? (br.edge.totalVarianceDk(k) * T) / br.edge.T : null;
+    const { a, b } = br;
     if (!a.totalVarianceDk || !b.totalVarianceDk) return null;
     const da = a.totalVarianceDk(k);
     const db = b.totalVarianceDk(k);
