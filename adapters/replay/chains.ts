@@ -38,6 +38,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { readFileSync } from 'node:fs';
+import { gunzipSync } from 'node:zlib';
 import { SECONDS_PER_YEAR } from '../../src/domain/time.js';
 
 /** Folder of the recorded exchange samples (override with env EXCHANGE_SAMPLES_DIR). */
@@ -277,7 +278,8 @@ function sortTickers(ts: DeribitOptionTickerData[]): DeribitOptionTickerData[] {
     .map((x) => x.t);
 }
 
-const readText = (path: string): string => readFileSync(path, 'utf8');
+/** A source file's text; a path ending in `.gz` is decompressed (the test copies are stored gzip-compressed). */
+const readText = (path: string): string => (path.endsWith('.gz') ? gunzipSync(readFileSync(path)).toString('utf8') : readFileSync(path, 'utf8'));
 const samplePath = (id: ChainSourceId): string => `${EXCHANGE_SAMPLES_DIR}/deribit/${CHAIN_SOURCE_FILES[id]}`;
 
 /**
@@ -426,7 +428,10 @@ export function readSchepalCsv(path: string = samplePath('schepal')): RecordedCh
   return { index: { price: first.index_price, timestamp: first.timestamp }, tickers: sorted, funding: null, partialGreeks: new Map() };
 }
 
-/** Reads one of the three source files by id (default paths under {@link EXCHANGE_SAMPLES_DIR}). */
+/**
+ * Reads one of the three source files by id (default paths under {@link EXCHANGE_SAMPLES_DIR}); `path` may
+ * name a gzip-compressed copy (`.gz`).
+ */
 export function readRecordedChain(id: ChainSourceId, path?: string): RecordedChain {
   switch (id) {
     case 'maksm05':
