@@ -86,7 +86,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // JSON only (decisions.md: 415 for anything else); fastify accepts text/plain by default.
   app.removeContentTypeParser('text/plain');
   // OpenAPI (/openapi.json, /docs) and monitoring before the routes: they hook onRoute and onResponse.
-  await registerOpenApi(app, opts.cache);
+  await registerOpenApi(app, opts.cache, undefined, apiKeys.length > 0);
   if (opts.monitoring) {
     await installMonitoring(app, opts.monitoring, {
       metrics: { route: opts.metricsRoute !== false, auth: { metricsKey: opts.metricsKey, apiKeys, onReject: security.onReject } },

@@ -102,3 +102,48 @@ describe.skipIf(!hasBrowser)('dashboard login in headless Chromium', () => {
     expect(status).toBe(401);
   });
 });
+
+describe.skipIf(!hasBrowser)('the /docs page with API keys on, in headless Chromium', () => {
+  let app: FastifyInstance;
+  let B: string;
+  let ctx: BrowserContext;
+  let page: Page;
+  let profile: string;
+
+  beforeAll(async () => {
+    const market = realChainCache();
+    app = await buildApp({ cache: market.cache, security: { apiKeys: [KEY] } });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    B = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    profile = mkdtempSync(path.join(tmpdir(), 'chromium-profile-'));
+    ctx = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 900 } });
+    page = ctx.pages()[0] ?? (await ctx.newPage());
+  });
+
+  afterAll(async () => {
+    await ctx?.close().catch(() => {});
+    await app?.close();
+    if (profile) rmSync(profile, { recursive: true, force: true });
+  });
+
+  it('"Authorize" takes the key and "Try it out" sends it as X-API-Key: the answer is 200, not 401', async () => {
+    await page.goto(`${B}/docs`);
+    await page.click('button.authorize', { timeout: 30_000 });
+    await page.fill('.auth-container input', KEY);
+    await page.click('.auth-btn-wrapper button.authorize');
+    await page.click('.auth-btn-wrapper button.btn-done');
+    const op = page.locator('.opblock', { hasText: '/api/v1/global/data/fundingInstruments' }).first();
+    await op.locator('.opblock-summary').click();
+    await op.locator('button.try-out__btn').click();
+    // the one required parameter: source (an enum: a select)
+    const source = op.locator('select').first();
+    if (await source.count()) await source.selectOption('XCHG_A');
+    const sent = page.waitForRequest((r) => r.url().includes('/api/v1/global/data/fundingInstruments'));
+    const answered = page.waitForResponse((r) => r.url().includes('/api/v1/global/data/fundingInstruments'));
+    await op.locator('button.execute').click();
+    const req = await sent;
+    expect(req.headers()['x-api-key']).toBe(KEY);
+    expect((await answered).status()).toBe(200);
+    await page.screenshot({ path: 'test-artifacts/docs-authorized.png' }).catch(() => {});
+  });
+});

@@ -300,6 +300,30 @@ describe('with API keys on, no route answers data without a key (every registere
     expect((await extra.inject({ method: 'GET', url: '/reports/surface-dump' })).statusCode).toBe(401);
     expect((await extra.inject({ method: 'GET', url: '/reports/surface-dump', headers: { 'x-api-key': KEY_A } })).statusCode).toBe(200);
   });
+
+  it('/openapi.json and the /docs page declare the X-API-Key scheme with keys on (so "Try it out" sends it), and not without', async () => {
+    const keyed = await buildApp({ cache: market.cache, security: { apiKeys: [KEY_A] } });
+    const open = await buildApp({ cache: market.cache });
+    apps.push(keyed, open);
+    for (const url of ['/openapi.json', '/docs/json']) {
+      const doc = (await keyed.inject({ method: 'GET', url })).json() as {
+        components: { securitySchemes?: Record<string, { type: string; in: string; name: string }> };
+        paths: Record<string, Record<string, { security?: unknown; responses: Record<string, unknown> }>>;
+      };
+      expect(doc.components.securitySchemes?.ApiKeyAuth, url).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-API-Key' });
+      const apiOps = Object.entries(doc.paths).filter(([p]) => p.startsWith('/api/')).flatMap(([, ops]) => Object.values(ops));
+      expect(apiOps.length).toBeGreaterThanOrEqual(10);
+      for (const op of apiOps) {
+        expect(op.security).toEqual([{ ApiKeyAuth: [] }]);
+        expect(Object.keys(op.responses), JSON.stringify(op).slice(0, 200)).toContain('401');
+      }
+      // the probes stay open and undeclared
+      expect(doc.paths['/health']?.get?.security).toBeUndefined();
+    }
+    const plain = (await open.inject({ method: 'GET', url: '/openapi.json' })).json() as { components: { securitySchemes?: unknown }; paths: Record<string, Record<string, { security?: unknown }>> };
+    expect(plain.components.securitySchemes).toBeUndefined();
+    expect(Object.values(plain.paths).flatMap((ops) => Object.values(ops)).every((op) => op.security === undefined)).toBe(true);
+  });
 });
 
 describe('dashboard login end to end over HTTP', () => {

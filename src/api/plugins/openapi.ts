@@ -63,7 +63,8 @@ export function fillDescriptions(schema: unknown, name?: string): unknown {
 function defaultErrors(url: string, method: string, schema: JsonSchema): number[] {
   const out: number[] = [];
   if (schema.querystring || schema.body || schema.params) out.push(400);
-  if (url.startsWith('/api/')) out.push(404, 503);
+  // 401 only when API keys are configured (ERROR_STATUS_TEXT[401])
+  if (url.startsWith('/api/')) out.push(401, 404, 503);
   if (method === 'POST') out.push(413, 415);
   return out;
 }
@@ -107,12 +108,45 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
   return out;
 }
 
+/** Name of the API-key security scheme in `components.securitySchemes` (served only when keys are configured). */
+export const API_KEY_SCHEME = 'ApiKeyAuth';
+
+/**
+ * The document with the API-key scheme (OpenAPI 3.0.3 section 4.7.33, `type: apiKey, in: header`): declared in
+ * `components.securitySchemes` and required by every operation under /api, so that the /docs page shows an
+ * "Authorize" box and its "Try it out" sends `X-API-Key` (swagger-ui attaches the header of the security scheme an
+ * operation requires). Other paths (the health probes, /openapi.json, the dashboard's routes) are left as they are.
+ * Mutates and returns `doc`.
+ */
+export function withApiKeySecurity(doc: Record<string, unknown>): Record<string, unknown> {
+  const components = ((doc.components as Record<string, unknown> | undefined) ?? {}) as Record<string, unknown>;
+  components.securitySchemes = {
+    ...((components.securitySchemes as Record<string, unknown> | undefined) ?? {}),
+    [API_KEY_SCHEME]: {
+      type: 'apiKey',
+      in: 'header',
+      name: 'X-API-Key',
+      description: 'One of the keys configured with API_KEYS or API_KEYS_FILE. Every /api route answers 401 without it.',
+    },
+  };
+  doc.components = components;
+  const paths = (doc.paths as Record<string, Record<string, Record<string, unknown>>> | undefined) ?? {};
+  for (const [path, ops] of Object.entries(paths)) {
+    if (!path.startsWith('/api/')) continue;
+    for (const op of Object.values(ops)) {
+      if (op && typeof op === 'object' && 'responses' in op) op.security = [{ [API_KEY_SCHEME]: [] }];
+    }
+  }
+  return doc;
+}
+
 /**
  * Register @fastify/swagger (with the documentation transform), /openapi.json and the /docs UI on `app`.
  * With `cache`, every copy of the document served (/openapi.json, and the one the /docs page loads) carries
- * the live expiry window, per-pair ranges and working examples of src/api/plugins/openapiLive.ts.
+ * the live expiry window, per-pair ranges and working examples of src/api/plugins/openapiLive.ts. With
+ * `apiKeyRequired` (API keys configured) it also declares the `X-API-Key` scheme ({@link withApiKeySecurity}).
  */
-export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache, version = '0.1.0'): Promise<void> {
+export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache, version = '0.1.0', apiKeyRequired = false): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -135,11 +169,15 @@ export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache,
     transform: documentedTransform,
     transformObject: jsonSchemaTransformObject,
   });
-  const live = (doc: Record<string, unknown>) => (cache ? liveOpenApi(doc, cache) : doc);
+  const live = (doc: Record<string, unknown>) => {
+    const out = cache ? liveOpenApi(doc, cache) : doc;
+    return apiKeyRequired ? withApiKeySecurity(out) : out;
+  };
   await app.register(swaggerUi, {
     routePrefix: DOCS_PATH,
     // the page loads (and links) /openapi.json, the live document (swagger-ui: `urls` wins over `url`)
-    uiConfig: { urls: [{ url: OPENAPI_JSON_PATH, name: OPENAPI_JSON_PATH }] } as Record<string, unknown>,
+    // persistAuthorization: a key entered in "Authorize" survives a reload of the page (kept in the browser only)
+    uiConfig: { urls: [{ url: OPENAPI_JSON_PATH, name: OPENAPI_JSON_PATH }], persistAuthorization: true } as Record<string, unknown>,
     transformSpecification: (spec) => live(spec as Record<string, unknown>),
   });
   app.get(OPENAPI_JSON_PATH, { schema: { hide: true } }, async () => live(structuredClone(app.swagger()) as unknown as Record<string, unknown>));

@@ -372,7 +372,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     tags: ['market data'],
     description: 'The funding instruments (perpetuals) of a source, with their funding interval and the span of history held.',
     response: FundingInstrumentsResult,
-    errors: [400, 503],
+    errors: [400, 401, 429, 503],
   },
   'GET /api/v1/global/data/surface': {
     tags: ['market data'],
