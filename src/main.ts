@@ -61,6 +61,13 @@ async function main(): Promise<void> {
 }
 
 main().catch((err) => {
-  process.stderr.write(`fatal: ${(err as Error)?.stack ?? String(err)}\n`);
+  const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+  // a port that cannot be bound is a configuration problem: one clear line, like a bad setting
+  if (e?.syscall === 'listen' && (e.code === 'EADDRINUSE' || e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL')) {
+    const what = e.code === 'EADDRINUSE' ? 'already in use' : e.code === 'EACCES' ? 'not permitted' : 'not an address of this machine';
+    process.stderr.write(`cannot listen on ${e.address ?? '?'}:${e.port ?? '?'}: ${what} (${e.code}); choose another PORT/HOST (or METRICS_PORT/METRICS_HOST)\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`fatal: ${e?.stack ?? String(err)}\n`);
   process.exit(1);
 });

@@ -240,20 +240,38 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
         });
   // the calibrator's health-only app gets /metrics too (calibration happens there)
   if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics, { auth: metricsAuth, route: !ownMetricsListener });
-  await app.listen({ port: config.PORT, host: config.HOST });
-  const url = baseUrl(app, config.HOST, config.PORT);
   let metricsApp: FastifyInstance | null = null;
+  /** Stops what has been started so far (the feeds are started last, below), in the order of `stop()`. */
+  const stopStarted = async (): Promise<void> => {
+    await app.close();
+    if (metricsApp) await metricsApp.close();
+    monitoring.close();
+    await Promise.all(feeds.map((f) => f.stop()));
+    pipelines.subscription.unsubscribe();
+    simHistory?.stop();
+    await pool.close();
+    await historyWorker?.close();
+    await kafka.close();
+    cache.updates$.complete();
+    await exchanges?.close();
+    await simProcess?.close();
+  };
+  // A port that cannot be bound stops everything started above (worker threads, the simulators' process, Kafka
+  // clients) before the error reaches the caller (main.ts prints it as one line).
+  let url: string;
   let metricsUrl: string | null = null;
-  if (ownMetricsListener) {
-    const host = config.METRICS_HOST ?? DEFAULT_METRICS_HOST;
-    metricsApp = await buildMetricsApp(monitoring.metrics, metricsAuth, logger.child({ component: 'metrics-http' }));
-    try {
+  try {
+    await app.listen({ port: config.PORT, host: config.HOST });
+    url = baseUrl(app, config.HOST, config.PORT);
+    if (ownMetricsListener) {
+      const host = config.METRICS_HOST ?? DEFAULT_METRICS_HOST;
+      metricsApp = await buildMetricsApp(monitoring.metrics, metricsAuth, logger.child({ component: 'metrics-http' }));
       await metricsApp.listen({ port: config.METRICS_PORT!, host });
-    } catch (err) {
-      await app.close();
-      throw err;
+      metricsUrl = baseUrl(metricsApp, host, config.METRICS_PORT!);
     }
-    metricsUrl = baseUrl(metricsApp, host, config.METRICS_PORT!);
+  } catch (err) {
+    await stopStarted().catch(() => undefined);
+    throw err;
   }
 
   monitoring.feedsStarting();
@@ -279,18 +297,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     async stop() {
       if (stopped) return;
       stopped = true;
-      await app.close();
-      if (metricsApp) await metricsApp.close();
-      monitoring.close();
-      await Promise.all(feeds.map((f) => f.stop()));
-      pipelines.subscription.unsubscribe();
-      simHistory?.stop();
-      await pool.close();
-      await historyWorker?.close();
-      await kafka.close();
-      cache.updates$.complete();
-      await exchanges?.close();
-      await simProcess?.close();
+      await stopStarted();
     },
   };
 }

@@ -296,6 +296,8 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
           }
           if (j === 0) target.logger?.info({ atS: startMs / 1000, pairs: fits.length }, 'simulated history: first 24 h reference point calibrated');
         } catch (err) {
+          // a fit cut short by stop() (its worker closed) is no failure
+          if (stopped) return;
           target.logger?.warn({ err: (err as Error).message, step: j * stepsPerPoint }, 'simulated history: a seed point failed; it is missing');
         }
         points = j + 1;

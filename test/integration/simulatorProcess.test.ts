@@ -4,10 +4,13 @@
  * market pre-run through 1 h of history in the child), reports the child's figures apart from its own,
  * and stops the child with itself.
  */
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
-import { testNowS } from '../helpers/simClock.js';
+import { simStartEnv, testNowS } from '../helpers/simClock.js';
 
 let svc: RunningService;
 
@@ -76,4 +79,50 @@ describe('simulated exchanges in their own process', () => {
     await waitFor(() => !alive(), 10_000, 'simulator process exit');
     expect(alive()).toBe(false);
   });
+});
+
+describe('npm start on a port already taken', () => {
+  it('exits with code 2 and one clear line, and leaves no simulator process behind', async () => {
+    const blocker: Server = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+        cwd: fileURLToPath(new URL('../../', import.meta.url)),
+        env: { ...process.env, ...simStartEnv(), PORT: String(port), HOST: '127.0.0.1', LOG_PRETTY: 'false', SIM_HISTORY_HOURS: '0', SIMULATOR_PROCESS: 'separate' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout!.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
+      child.stderr!.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', (c) => resolve(c)));
+      expect(code, stderr).toBe(2);
+      const lines = stderr.split('\n').filter((l) => l.trim() !== '' && !l.includes('npm warn'));
+      expect(lines).toEqual([`cannot listen on 127.0.0.1:${port}: already in use (EADDRINUSE); choose another PORT/HOST (or METRICS_PORT/METRICS_HOST)`]);
+      // the simulators' child process had started (its pid is logged) and is gone with the service
+      const started = stdout
+        .split('\n')
+        .map((l) => {
+          try {
+            return JSON.parse(l) as { msg?: string; pid?: number };
+          } catch {
+            return {};
+          }
+        })
+        .find((j) => j.msg === 'simulated exchanges listening in their own process');
+      expect(started?.pid).toBeGreaterThan(0);
+      const alive = () => {
+        try {
+          process.kill(started!.pid!, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      await waitFor(() => !alive(), 10_000, 'simulator process exit');
+    } finally {
+      blocker.close();
+    }
+  }, 120_000);
 });
