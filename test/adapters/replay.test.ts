@@ -2,7 +2,7 @@
  * ReplayFeed and the JSONL reader on recorded Deribit captures (test/fixtures/deribit/norm-*).
  * Pacing is checked through an injected sleep (the waits it is asked for), never by timing.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -143,6 +143,7 @@ describe('ReplayFeed', () => {
     expect(events.filter((e) => e.kind === 'option')).toHaveLength(2);
     expect(summary.dropped).toEqual({ malformed: 3 });
     expect(summary.skipped).toBe(1);
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('a missing file resolves done with the error instead of throwing', async () => {

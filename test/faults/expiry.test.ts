@@ -13,10 +13,10 @@
  * is a 400 ("Must be >= current time"), the closed tickers are counted drops, and the next expiry
  * answers byStrike on its recorded mark IVs. No crash, ready throughout.
  */
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 
@@ -44,6 +44,7 @@ function restamped(tS: number, closeExpired: boolean): string[] {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'vss-expiry-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function phaseFile(name: string, ls: string[]): string {
   const f = join(dir, `${name}.jsonl`);
   writeFileSync(f, `${ls.join('\n')}\n`);

@@ -8,7 +8,7 @@
  * under METRICS_KEY / the API keys / its own listener. Keys off: everything open as before.
  * The cache holds the surface calibrated from the REAL recorded Deribit BTC chain (test/helpers/realChainCache.ts).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -650,6 +650,7 @@ describe('configuration of keys, sessions and metrics', () => {
     const short = join(dir, 'short.key');
     writeFileSync(short, 'abc\n');
     expect(fails({ METRICS_KEY_FILE: short })).toMatch(/METRICS_KEY_FILE: must be at least 16/);
+    rmSync(dir, { recursive: true, force: true });
   });
   it('valid settings parse; defaults keep /metrics on the API port', () => {
     const c = loadConfig({ API_KEYS: KEY_A, METRICS_KEY, METRICS_PORT: '9464', METRICS_HOST: '10.0.0.5', DASHBOARD_SESSION_TTL_S: '3600' });

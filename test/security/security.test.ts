@@ -6,7 +6,7 @@
  * filled from the real recorded Deribit chain, and over real HTTP on 127.0.0.1 where the transport
  * matters (timeouts, headers on the wire, logs).
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -139,6 +139,7 @@ describe('API keys on every /api route', () => {
 
 describe('keys from the environment and from a file', () => {
   const dir = mkdtempSync(join(tmpdir(), 'vss-keys-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
   it('API_KEYS and API_KEYS_FILE are merged; comments and blank lines ignored', () => {
     const file = join(dir, 'keys.txt');
     writeFileSync(file, `# desk keys\n${KEY_B}\n\n  ${KEY_A}  \r\n`);
