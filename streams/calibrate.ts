@@ -3,8 +3,17 @@
  * the out-of-the-money mark IVs, the no-arbitrage checks and repairs, each model's surface across expiries in
  * total variance, and the forward curve. Runs in the calibration worker (fitChain / ChainFitter) and builds the
  * immutable cache snapshots on the main thread (buildSnapshots). Deterministic for a given sequence of chain
- * views (no warm start from earlier fits; the only memory is the last good slice per expiry, used when a new
- * fit is rejected, and the repair/rejection counts).
+ * views. Memory per (source, pair) ({@link FitMemory}): the last good slice per expiry (used when a new fit is
+ * rejected), the repair/rejection counts, and each expiry's last fit with the inputs it was fitted to.
+ *
+ * Incremental refits (issue 12 item 1): a view that is not `full` (ChainView.full === false) refits only the
+ * expiries whose inputs changed since their last fit (forward, or any quote's strike, mark, bid or ask IV; for an
+ * SVI slice of fewer than 7 quotes also the shape prior it borrows) or whose T moved by more than 0.1 % since
+ * (SABR 0.05 %, Vanna-Volga 0.001 %: REUSE_MAX_T_CHANGE), each warm-started from its previous parameters (SVI: `warm`, the outer search from them
+ * alone; SABR: `previous` as one more start). An unchanged expiry reuses its last fit carried to the new T
+ * (carryForwardParams: the implied vol at each log-moneyness is kept). The sparse expiries, the wing/calendar repairs and every
+ * served-surface figure are then redone as on a full pass, from those per-expiry fits. Full views (start,
+ * reconnect, roll-off, the periodic safety net of streams/pipeline.ts) fit every expiry cold.
  *
  * Rules (docs/conventions.md "Volatility surfaces: SVI, SABR, Vanna-Volga"):
  * - T = (expiry - observationTimestamp) / (365 * 86400); expiries closer than
@@ -182,13 +191,51 @@ function zeroCounts(): MutableCounts {
 export class FitMemory {
   readonly lastGood = new Map<VolatilityModel, Map<number, GoodSlice>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   readonly counts = new Map<VolatilityModel, MutableCounts>(VOLATILITY_MODELS.map((m) => [m, zeroCounts()]));
+  /** Per model and expiry: the last own fit (pass 1) with the inputs it was fitted to (incremental refits). */
+  readonly fitted = new Map<VolatilityModel, Map<number, FittedExpiry>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  /**
+   * True while a view that is not `full` is fitted (set by {@link fitChain}): unchanged expiries reuse their last
+   * fit and changed ones refit warm. False: every expiry is fitted cold.
+   */
+  incremental = false;
+  /** Per model, expiries refitted and reused by the last {@link fitModel} (diagnostics, tests, the benchmark). */
+  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number }>();
 
   /** Forget the slices of expiries at or before `nowS`. */
   prune(nowS: number): void {
-    for (const byExpiry of this.lastGood.values()) {
+    for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values()]) {
       for (const e of [...byExpiry.keys()]) if (e <= nowS) byExpiry.delete(e);
     }
   }
+}
+
+/** An expiry's last own fit and what it was fitted to (see {@link FitMemory.fitted}). */
+interface FittedExpiry {
+  /** {@link inputSignature} of the group fitted. */
+  readonly signature: string;
+  /** Identity of the shape prior used ('' when the fit does not depend on one). */
+  readonly priorKey: string;
+  readonly attempt: ExpiryAttempt;
+  readonly T: number;
+  readonly forward: number;
+  /** Observation time of the fit, Unix s. */
+  readonly fittedAt: number;
+}
+
+const signatures = new WeakMap<EligibleGroup, string>();
+/**
+ * The inputs of an expiry's fit as one string: forward and every quote's strike, mark, bid and ask IV (exact
+ * numbers). Equal signatures mean a refit would see the same data (T aside). Memoized per group object.
+ */
+function inputSignature(g: EligibleGroup): string {
+  let sig = signatures.get(g);
+  if (sig === undefined) {
+    const parts: string[] = [String(g.forward)];
+    for (const q of g.quotes) parts.push(`${q.strike}:${q.markIv}:${q.bidIv}:${q.askIv}`);
+    sig = parts.join('|');
+    signatures.set(g, sig);
+  }
+  return sig;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -263,6 +310,13 @@ export interface ModelState {
    * repair; honoured by SVI, ignored by the other models).
    */
   ceiling?: { readonly w: (k: number) => number; readonly kGrid: readonly number[] };
+  /** Identity of `lastFull` (expiry and input signature of the fit it came from): what a prior-dependent fit depends on. */
+  lastFullKey?: string;
+  /**
+   * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
+   * starts its outer search from them alone; SABR adds them as a start.
+   */
+  previous?: Record<string, number>;
 }
 
 /**
@@ -279,6 +333,7 @@ function fitSvi(g: EligibleGroup, st: ModelState): ExpiryAttempt {
     robust: false,
     ...(st.lastFull ? { prior: st.lastFull as unknown as SviParams } : {}),
     ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
+    ...(st.previous ? { previous: st.previous as unknown as SviParams, warm: true } : {}),
   });
   return {
     params: { ...r.params },
@@ -338,6 +393,7 @@ function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt 
     weighting: 'uniform',
     maxOutlierFraction: 0,
     ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
+    ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! } } : {}),
   });
   const kMin = Math.min(...g.quotes.map((q) => q.k));
   const kMax = Math.max(...g.quotes.map((q) => q.k));
@@ -494,6 +550,21 @@ export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: ModelSta
   return model === 'SVI' ? fitSvi(g, st) : model === 'SABR' ? fitSabr(g, st, options.sabrBeta ?? 1) : fitVannaVolga(g);
 }
 
+/**
+ * An unchanged expiry's last fit is reused only while its T has moved by at most this fraction since; beyond it the
+ * expiry is refitted warm. The carry keeps the implied vol at each log-moneyness. For SVI (fitted in IV space) that
+ * is a refit of unchanged marks to within 0.01 vp while T moves by 0.1 % (7 s on a 2-hour expiry, 14 min on a 10-day
+ * one). SABR's Hagan T-term and Vanna-Volga's delta pillars and wing strikes move with T (measured on the real
+ * chains: SABR 0.011 vp after 0.09 %; a 10-minute carry moved the Vanna-Volga far wings by 7 vol points on a 2-hour
+ * expiry, 0.05 on a 9-day one, and 0.0103 after 0.0046 % on a 15-day one: its smile depends on T at fixed pillars,
+ * Castagna-Mercurio 2007 eq. (13)), hence 0.05 % and 0.001 % (1 s on a 1-day expiry) for them
+ * (test/streams/incremental.test.ts: within 0.01 vp of a cold fit at every quote and for |k| <= 1).
+ */
+const REUSE_MAX_T_CHANGE: Readonly<Record<VolatilityModel, number>> = { SVI: 1e-3, SABR: 5e-4, VANNA_VOLGA: 1e-5 };
+
+/** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
+const SVI_MIN_QUOTES_FULL = 7;
+
 /** Expiries with at most this many quotes are sparse: shape from the neighbouring expiries, level from the quotes. */
 export const SPARSE_MAX_QUOTES = 4;
 /**
@@ -631,8 +702,11 @@ export function fitModel(
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
   const reference = new Map<number, number | null>();
 
-  /** Serve an attempt, or apply the rejection rule; returns the served draft slice (or null: left out). */
-  const settle = (g: EligibleGroup, run: () => ExpiryAttempt, sparseHow: string | null): DraftSlice | null => {
+  /**
+   * Serve an attempt, or apply the rejection rule; returns the served draft slice (or null: left out). `reusedFrom`:
+   * the attempt is an earlier fit carried to this observation (no fit ran), fitted at that time.
+   */
+  const settle = (g: EligibleGroup, run: () => ExpiryAttempt, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null => {
     const ts = performance.now();
     let attempt: ExpiryAttempt | null = null;
     let failure: string | null = null;
@@ -641,7 +715,7 @@ export function fitModel(
     } catch (err) {
       failure = `fit failed: ${err instanceof Error ? err.message : String(err)}`;
     }
-    counts.fits++;
+    if (reusedFrom === null) counts.fits++;
     if (attempt && !attempt.butterflyFree) failure = `butterfly arbitrage left after the constrained refit (${attempt.warnings.find((w) => w.startsWith('butterfly')) ?? 'check failed'})`;
     const base = { expirationTimestamp: g.expirationTimestamp, T: g.T, forward: g.forward, quotes: g.quotes };
     if (attempt && failure === null) {
@@ -662,16 +736,17 @@ export function fitModel(
           calendarRepaired: false,
           arbitrageCheck: ARBITRAGE_CHECK[model],
           minDensity: attempt.minDensity,
-          fittedAt: obs,
+          fittedAt: reusedFrom ?? obs,
           atmErrorVolPts: attempt.atmErrorVolPts,
           warnings: attempt.warnings.filter((w) => !w.startsWith('ATM check')),
         },
       };
       reference.set(g.expirationTimestamp, sparseHow === null ? (attempt.unconstrainedRmseVolPts ?? null) : null);
-      lastGood.set(g.expirationTimestamp, { slice: { ...slice, fit: { ...slice.fit } }, fittedAt: obs });
+      lastGood.set(g.expirationTimestamp, { slice: { ...slice, fit: { ...slice.fit } }, fittedAt: reusedFrom ?? obs });
       if (sparseHow === null && attempt.full && g.T >= SHAPE_SOURCE_MIN_T) {
         st.lastFull = attempt.params;
         st.lastFullT = g.T;
+        st.lastFullKey = `${g.expirationTimestamp}:${inputSignature(g)}`;
       }
       return slice;
     }
@@ -703,12 +778,38 @@ export function fitModel(
     };
   };
 
-  // Pass 1: expiries with enough quotes for a fit of their own.
+  // Pass 1: expiries with enough quotes for a fit of their own. Incremental: an expiry whose inputs are those of
+  // its last fit reuses it (carried to this T); a changed one refits warm from it (module docstring).
+  const fitted = memory.fitted.get(model)!;
+  const pass = { refitted: 0, reused: 0, warm: 0 };
   for (const g of groups) {
     if (g.quotes.length <= SPARSE_MAX_QUOTES) continue;
-    const slice = settle(g, () => fit(model, g, st, options), null);
+    const signature = inputSignature(g);
+    // an SVI slice of fewer than 7 quotes borrows its shape from the last full fit (calibrateSvi sparse modes)
+    const priorKey = model === 'SVI' && g.quotes.length < SVI_MIN_QUOTES_FULL ? (st.lastFullKey ?? 'none') : '';
+    const prev = memory.incremental ? fitted.get(g.expirationTimestamp) : undefined;
+    let slice: DraftSlice | null;
+    if (prev && prev.signature === signature && prev.priorKey === priorKey && Math.abs(g.T / prev.T - 1) <= REUSE_MAX_T_CHANGE[model]) {
+      pass.reused++;
+      const carried: ExpiryAttempt = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
+      slice = settle(g, () => carried, null, prev.fittedAt);
+    } else {
+      pass.refitted++;
+      if (prev) pass.warm++;
+      const stFit: ModelState = prev ? { ...st, previous: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
+      slice = settle(
+        g,
+        () => {
+          const a = fit(model, g, stFit, options);
+          fitted.set(g.expirationTimestamp, { signature, priorKey, attempt: a, T: g.T, forward: g.forward, fittedAt: obs });
+          return a;
+        },
+        null,
+      );
+    }
     if (slice) byExpiry.set(g.expirationTimestamp, slice);
   }
+  memory.lastPass.set(model, pass);
   // Pass 2: sparse expiries, shaped by their served neighbours (never by an expiry of less than 2 days).
   const sources = [...byExpiry.values()]
     .filter((s) => s.fit.status !== 'kept-previous' && s.T >= SHAPE_SOURCE_MIN_T)
@@ -889,6 +990,7 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], models: [], skipped, calibrationMs: performance.now() - t0, version: view.version };
   }
   memory.prune(obs);
+  memory.incremental = view.full === false;
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
   const eligible = groups.filter((g) => {

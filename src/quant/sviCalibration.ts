@@ -71,6 +71,13 @@ export interface SviCalibrationOptions {
   readonly minSpread?: number;
   /** Warm start: a previous fit of (nearly) the same expiry; adds one starting point. Optional. */
   readonly previous?: SviParams;
+  /**
+   * With `previous`: start ONLY from it (no grid of starting points in the outer (m, sigma) search), for the
+   * incremental refit of a slice whose quotes moved a little since `previous` was fitted (issue 12 item 1). The
+   * result is a local optimum near `previous`; the caller's periodic cold fit is the safety net should the global
+   * optimum have moved elsewhere. Ignored without `previous`. Default false.
+   */
+  readonly warm?: boolean;
   /** Shape prior for sparse expiries: a neighbouring expiry's raw SVI fit (its own k and w units). */
   readonly prior?: SviParams;
   /**
@@ -212,7 +219,7 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
     const floor = options.calendarFloor;
     const fitOnce = (data: Prepared): { p: SviParams; raw: SviParams; penalty: boolean; robustScale: number | null } => {
       const ctx = makeContext(data, T, mode, shape);
-      const qe = quasiExplicit(ctx, options.previous ? [options.previous] : []);
+      const qe = quasiExplicit(ctx, options.previous ? [options.previous] : [], options.warm === true && options.previous !== undefined);
       iterations += qe.iterations;
       const lm = polish(ctx, qe.params, { lambda: 0 });
       iterations += lm.iterations;
@@ -534,7 +541,12 @@ function innerToParams(ctx: Context, m: number, sigma: number, x: readonly [numb
 const sigmoid = (u: number): number => 1 / (1 + Math.exp(-u));
 const logit = (p: number): number => Math.log(p / (1 - p));
 
-function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[]): { params: SviParams; iterations: number } {
+/**
+ * Outer search of the quasi-explicit method (Zeliade 2009): (m, sigma) by Nelder-Mead over the inner linear
+ * least-squares fit of (a, c, d). Cold: a 9 x 8 grid, then Nelder-Mead from the 3 best grid points and from each
+ * of `extraStarts`. `warmOnly` (with extra starts): Nelder-Mead from the extra starts alone.
+ */
+function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[], warmOnly = false): { params: SviParams; iterations: number } {
   const { mode, shape } = ctx;
   if (mode === 'svi-2p' || mode === 'svi-3p') {
     const fixC = mode === 'svi-2p' ? shape.b * shape.sigma : undefined;
@@ -549,12 +561,21 @@ function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[]): { param
   const fromM = (m: number): number => logit(clampP((m - ctx.mLo) / (ctx.mHi - ctx.mLo)));
   const fromS = (s: number): number => logit(clampP((Math.log(s) - lnLo) / (lnHi - lnLo)));
   let iterations = 0;
+  const warmStarts = warmOnly ? extraStarts.filter((p) => Number.isFinite(p.m) && p.sigma > 0) : [];
   if (mode === 'svi-4p') {
     const sigma = Math.min(Math.max(shape.sigma, ctx.sLo), ctx.sHi);
     const f = (x: readonly number[]): number => innerFit(ctx, toM(x[0]!), sigma).sse;
     let bestU = 0;
     let bestF = Number.POSITIVE_INFINITY;
-    for (let i = 0; i < 11; i++) {
+    for (const p of warmStarts) {
+      const u = fromM(Math.min(Math.max(p.m, ctx.mLo), ctx.mHi));
+      const fu = f([u]);
+      if (fu < bestF) {
+        bestF = fu;
+        bestU = u;
+      }
+    }
+    for (let i = 0; i < (warmStarts.length > 0 ? 0 : 11); i++) {
       const u = fromM(ctx.mLo + ((ctx.mHi - ctx.mLo) * (i + 0.5)) / 11);
       const fu = f([u]);
       if (fu < bestF) {
@@ -572,7 +593,7 @@ function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[]): { param
   const NM = 9;
   const NS = 8;
   const cand: { x: number[]; f: number }[] = [];
-  for (let i = 0; i < NM; i++) {
+  for (let i = 0; i < (warmStarts.length > 0 ? 0 : NM); i++) {
     for (let j = 0; j < NS; j++) {
       const x = [fromM(ctx.mLo + ((ctx.mHi - ctx.mLo) * (i + 0.5)) / NM), fromS(Math.exp(lnLo + ((lnHi - lnLo) * (j + 0.5)) / NS))];
       cand.push({ x, f: f(x) });
@@ -585,7 +606,8 @@ function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[]): { param
   }
   let best: { x: number[]; f: number } | null = null;
   for (const s of starts) {
-    const nm = nelderMead(f, s, { initialStep: 0.4, maxEvaluations: 160, fTol: 1e-7, xTol: 1e-4 });
+    // a warm start is already near the optimum: a smaller first simplex
+    const nm = nelderMead(f, s, { initialStep: warmStarts.length > 0 ? 0.1 : 0.4, maxEvaluations: 160, fTol: 1e-7, xTol: 1e-4 });
     iterations += nm.iterations;
     if (best === null || nm.f < best.f * (1 - 1e-12)) best = { x: nm.x, f: nm.f };
   }

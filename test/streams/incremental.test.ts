@@ -1,0 +1,142 @@
+/**
+ * Incremental refits (issue 12 item 1, streams/calibrate.ts): on the real recorded Deribit chains, a view that is
+ * not `full` refits only the expiries whose inputs changed, warm; every other expiry reuses its last fit carried to
+ * the new T. The served surfaces must equal a COLD fit of the same view (a fresh FitMemory, every expiry fitted from
+ * scratch) within 0.01 vol point at every quote and on a log-moneyness grid, for SVI, SABR and Vanna-Volga.
+ * The cold fit is the reference: it is what the service served before incremental refits existed.
+ */
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
+import type { OptionQuote } from '../../src/domain/events.js';
+import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { ChainState, type ChainView } from '../../streams/chainState.js';
+import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
+
+const FILES = ['data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', 'data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl'];
+
+/** A chain state holding the recorded chain, and its option quotes by instrument. */
+function loadState(file: string): { st: ChainState; options: OptionQuote[] } {
+  const st = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
+  const options: OptionQuote[] = [];
+  for (const line of readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const r = normalizeDeribit(JSON.parse(line), 0);
+    if (!r.ok) continue;
+    for (const e of r.events) {
+      if (e.kind === 'option') options.push(e);
+      if (e.kind === 'option' || e.kind === 'future' || e.kind === 'index') st.apply(e);
+    }
+  }
+  return { st, options };
+}
+
+/** Largest |served IV difference| (vol points) between two fits, over every quote and a k grid of every slice. */
+function maxGapVolPts(a: ChainFit, b: ChainFit): { gap: number; where: string } {
+  let gap = 0;
+  let where = '';
+  for (const ma of a.models) {
+    const mb = b.models.find((m) => m.model === ma.model)!;
+    expect(mb.slices.map((s) => s.expirationTimestamp)).toEqual(ma.slices.map((s) => s.expirationTimestamp));
+    const sa = buildModelSurface(ma.model, ma.slices);
+    const sb = buildModelSurface(mb.model, mb.slices);
+    for (const s of ma.slices) {
+      const ks = [...s.quotes.map((q) => q.k), ...Array.from({ length: 41 }, (_, i) => -1 + i / 20)];
+      for (const k of ks) {
+        const d = 100 * Math.abs(sa.impliedVolAtLogMoneyness(s.T, k) - sb.impliedVolAtLogMoneyness(s.T, k));
+        if (d > gap) {
+          gap = d;
+          where = `${ma.model} expiry ${s.expirationTimestamp} k ${k.toFixed(3)}`;
+        }
+      }
+    }
+  }
+  return { gap, where };
+}
+
+/** Largest relative T change under which each model reuses an unchanged expiry (streams/calibrate.ts REUSE_MAX_T_CHANGE). */
+const LIMIT = { SVI: 1e-3, SABR: 5e-4, VANNA_VOLGA: 1e-5 } as const;
+
+/** Expiries of a fit (5 quotes or more: sparse ones are not in the per-expiry memory) whose T moved by more than the model's limit over `dtS`. */
+function movedBeyondLimit(fit: ChainFit, model: keyof typeof LIMIT, dtS: number): number {
+  const svi = fit.models.find((m) => m.model === 'SVI')!;
+  return svi.slices.filter((s) => s.quotes.length > 4 && dtS / (s.T * 365 * 86400 + dtS) > LIMIT[model]).length;
+}
+
+/** The cold fit of a view: a fresh memory, every expiry fitted from scratch. */
+const cold = (view: ChainView): ChainFit => fitChain({ ...view, full: true }, {}, new FitMemory());
+
+describe.each(FILES)('incremental refits on %s', (file) => {
+  it('one expiry re-marked: only it is refitted (warm), the served surfaces equal a cold fit within 0.01 vp', () => {
+    const { st, options } = loadState(file);
+    const fitter = new ChainFitter();
+    const v1 = st.view();
+    expect(v1.full).toBe(true);
+    fitter.fit(v1);
+    // re-mark the middle expiry's options by +-0.3 vol point (alternating), 2 s later
+    const expiries = [...new Set(options.map((o) => o.expirationTimestamp))].sort((x, y) => x - y);
+    const target = expiries[Math.floor(expiries.length / 2)]!;
+    let j = 0;
+    for (const o of options.filter((x) => x.expirationTimestamp === target)) {
+      st.apply({ ...o, markIv: o.markIv + (j++ % 2 ? 0.003 : -0.003), timestamp: o.timestamp + 2, receivedAt: o.receivedAt + 2 });
+    }
+    const v2 = st.view(v1.version);
+    expect(v2.full).toBe(false);
+    expect(v2.changedExpiries).toEqual([target]);
+    const inc = fitter.fit(v2);
+    const memory = (fitter as unknown as { memories: Map<string, FitMemory> }).memories.values().next().value as FitMemory;
+    for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+      const pass = memory.lastPass.get(model)!;
+      // the re-marked expiry, plus (SVI) a sparse-mode slice that borrows its shape from it when one follows, plus
+      // the expiries whose T moved beyond the model's reuse limit in these 2 s
+      const moved = movedBeyondLimit(inc, model, 2);
+      if (model !== 'VANNA_VOLGA') expect(moved, model).toBe(0);
+      expect(pass.refitted, model).toBeGreaterThanOrEqual(1);
+      expect(pass.refitted, model).toBeLessThanOrEqual(2 + moved);
+      expect(pass.warm, model).toBe(pass.refitted);
+      expect(pass.reused, model).toBeGreaterThanOrEqual(expiries.length - 3 - moved);
+    }
+    const { gap, where } = maxGapVolPts(inc, cold(v2));
+    expect(gap, where).toBeLessThan(0.01);
+  });
+
+  it.each([1, 60, 600])("nothing re-marked, T moves on (%i s later): reused while T moved little (under the model's limit), else refitted warm; equal to a cold fit within 0.01 vp", (dtS) => {
+    const { st } = loadState(file);
+    const fitter = new ChainFitter();
+    const v1 = st.view();
+    fitter.fit(v1);
+    // the observation time (and so every T) moves on, no quote changes
+    const later: ChainView = { ...st.view(v1.version), observationTimestamp: v1.observationTimestamp + dtS, full: false, changedExpiries: [] };
+    const inc = fitter.fit(later);
+    const memory = (fitter as unknown as { memories: Map<string, FitMemory> }).memories.values().next().value as FitMemory;
+    const svi = inc.models.find((m) => m.model === 'SVI')!;
+    for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+      const moved = movedBeyondLimit(inc, model, dtS);
+      const pass = memory.lastPass.get(model)!;
+      expect(pass.refitted, model).toBe(moved);
+      expect(pass.warm, model).toBe(moved);
+      if (dtS === 1 && model !== 'VANNA_VOLGA') expect(moved).toBe(0);
+    }
+    const { gap, where } = maxGapVolPts(inc, cold(later));
+    expect(gap, where).toBeLessThan(0.01);
+    // a reused slice says when it was actually fitted
+    for (const s of svi.slices) {
+      if (s.quotes.length > 4) expect(s.fit.fittedAt).toBe(dtS / (s.T * 365 * 86400 + dtS) <= 1e-3 ? v1.observationTimestamp : later.observationTimestamp);
+    }
+  });
+
+  it('a full view refits every expiry cold', () => {
+    const { st } = loadState(file);
+    const fitter = new ChainFitter();
+    const v1 = st.view();
+    fitter.fit(v1);
+    fitter.fit({ ...st.view(v1.version), full: true });
+    const memory = (fitter as unknown as { memories: Map<string, FitMemory> }).memories.values().next().value as FitMemory;
+    for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+      const pass = memory.lastPass.get(model)!;
+      expect(pass.reused, model).toBe(0);
+      expect(pass.warm, model).toBe(0);
+      expect(pass.refitted, model).toBeGreaterThan(5);
+    }
+  });
+});
