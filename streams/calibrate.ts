@@ -874,7 +874,8 @@ export function fitModel(
     if (!grid.some((k) => wOwn(k) > wNext(k))) continue;
     let refit: ExpiryAttempt | null = null;
     try {
-      refit = fit(model, g, { ...st, ceiling: { w: wNext, kGrid: grid } }, options);
+      // incremental: warm from the slice's own fit (its quoted part barely moves under the ceiling)
+      refit = fit(model, g, { ...st, ceiling: { w: wNext, kGrid: grid }, ...(memory.incremental ? { previous: s.params } : {}) }, options);
     } catch {
       refit = null;
     }
