@@ -10,7 +10,7 @@
  * expiries whose inputs changed since their last fit (forward, or any quote's strike, mark, bid or ask IV; for an
  * SVI slice of fewer than 7 quotes also the shape prior it borrows) or whose T moved by more than 0.1 % since
  * (SABR 0.05 %, Vanna-Volga 0.001 %: REUSE_MAX_T_CHANGE), each warm-started from its previous parameters (SVI: `warm`, the outer search from them
- * alone; SABR: `previous` as one more start). An unchanged expiry reuses its last fit carried to the new T
+ * alone; SABR: `warm`, its LM from them alone). An unchanged expiry reuses its last fit carried to the new T
  * (carryForwardParams: the implied vol at each log-moneyness is kept). The sparse expiries, the wing/calendar repairs and every
  * served-surface figure are then redone as on a full pass, from those per-expiry fits. Full views (start,
  * reconnect, roll-off, the periodic safety net of streams/pipeline.ts) fit every expiry cold.
@@ -314,7 +314,7 @@ export interface ModelState {
   lastFullKey?: string;
   /**
    * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
-   * starts its outer search from them alone; SABR adds them as a start.
+   * starts its outer search from them alone, SABR its Levenberg-Marquardt.
    */
   previous?: Record<string, number>;
 }
@@ -393,7 +393,7 @@ function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt 
     weighting: 'uniform',
     maxOutlierFraction: 0,
     ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
-    ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! } } : {}),
+    ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! }, warm: true } : {}),
   });
   const kMin = Math.min(...g.quotes.map((q) => q.k));
   const kMax = Math.max(...g.quotes.map((q) => q.k));

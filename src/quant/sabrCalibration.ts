@@ -81,6 +81,12 @@ export interface SabrCalibrationOptions {
   readonly minSpread?: number;
   /** Warm start: a previous fit of (nearly) the same expiry; adds one starting point. */
   readonly previous?: SabrParams;
+  /**
+   * With a usable `previous`: the full (3-parameter) fit starts from it alone, no grid of starts (the incremental
+   * refit of a slice whose quotes moved a little, issue 12 item 1; the caller's periodic cold fit is the safety
+   * net). Default false.
+   */
+  readonly warm?: boolean;
   /** Shape prior for sparse expiries (a neighbouring expiry's fit) and its expiry in years. */
   readonly prior?: SabrParams;
   readonly priorT?: number;
@@ -282,6 +288,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
       for (const e of extra) out.push([e[0] as number, mode === 'sabr-1p' ? shape.rho : (e[1] as number), mode === 'sabr-3p-ridge' ? (e[2] as number) : shape.nu]);
       return out;
     }
+    if (options.warm && extra.length > 0) return extra.map((e) => [...e]);
     const cand: { x: number[]; f: number }[] = [];
     for (const rho of [-0.6, -0.2, 0.2, 0.6]) {
       for (const g of [0.1, 0.25, 0.6, 1.5]) {
