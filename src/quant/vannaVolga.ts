@@ -548,16 +548,21 @@ export function calibrateVannaVolga(
   let wingCurvR = fitCurv('R');
   // Butterfly: when the curved wings fail the density check but the linear ones pass, both curvatures are
   // scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps): the smallest change.
+  // The check of the unscaled smile is kept: it is the final check below when nothing is scaled.
+  let unscaledCheck: ReturnType<typeof checkSmileDensity> | null = null;
   {
     const kLoQ = Math.min(...ks);
     const kHiQ = Math.max(...ks);
-    const passes = (mu: number): boolean =>
+    const checkAt = (mu: number) =>
       checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: mu * wingCurvL, wingCurvR: mu * wingCurvR }, F, T), F, T, {
         kMin: kLoQ,
         kMax: kHiQ,
         ...options.densityCheck,
-      }).arbitrageFree;
-    if ((wingCurvL > 0 || wingCurvR > 0) && !passes(1) && passes(0)) {
+      });
+    const passes = (mu: number): boolean => checkAt(mu).arbitrageFree;
+    if (wingCurvL > 0 || wingCurvR > 0) unscaledCheck = checkAt(1);
+    if (unscaledCheck !== null && !unscaledCheck.arbitrageFree && passes(0)) {
+      unscaledCheck = null;
       let lo = 0;
       let hi = 1;
       for (let i = 0; i < 12; i++) {
@@ -584,7 +589,8 @@ export function calibrateVannaVolga(
 
   const kMin = ks[0] as number;
   const kMax = ks[ks.length - 1] as number;
-  const chk = checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
+  // the same smile and options as the unscaled check above when no curvature was scaled (kMin/kMax: ks is sorted)
+  const chk = unscaledCheck ?? checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
   if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
   const marketAtm = kMin <= 0 && kMax >= 0 ? volAtm : null;
   const modelAtm = smile(F);
