@@ -9,11 +9,12 @@
  * Incremental refits (issue 12 item 1): a view that is not `full` (ChainView.full === false) refits only the
  * expiries whose inputs changed since their last fit (forward, or any quote's strike, mark, bid or ask IV; for an
  * SVI slice of fewer than 7 quotes also the shape prior it borrows) or whose T moved by more than 0.1 % since
- * (SABR 0.05 %, Vanna-Volga 0.001 %: REUSE_MAX_T_CHANGE), each warm-started from its previous parameters (SVI: `warm`, the outer search from them
- * alone; SABR: `warm`, its LM from them alone). An unchanged expiry reuses its last fit carried to the new T
- * (carryForwardParams: the implied vol at each log-moneyness is kept). The sparse expiries, the wing/calendar repairs and every
- * served-surface figure are then redone as on a full pass, from those per-expiry fits. Full views (start,
- * reconnect, roll-off, the periodic safety net of streams/pipeline.ts) fit every expiry cold.
+ * (SABR 0.05 %, Vanna-Volga 0.001 %: REUSE_MAX_T_CHANGE), each warm-started from its previous parameters (SVI:
+ * `warm`, the outer search from them alone; SABR: `warm`, its LM from them alone). An unchanged expiry reuses its
+ * last fit carried to the new T (carryForwardParams: the implied vol at each log-moneyness is kept). The sparse
+ * expiries, the wing/calendar repairs and every served-surface figure are then redone as on a full pass, from those
+ * per-expiry fits. Full views (start, reconnect, roll-off, the periodic safety net of streams/pipeline.ts) fit
+ * every expiry cold. docs/architecture.md "Recalibration" has the table.
  *
  * Rules (docs/conventions.md "Volatility surfaces: SVI, SABR, Vanna-Volga"):
  * - T = (expiry - observationTimestamp) / (365 * 86400); expiries closer than
