@@ -80,6 +80,8 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
   const subs = new Subscription();
 
   const sequences = new Map<string, number>();
+  /** Per (source, pair) the last published result: unchanged slices share its frozen quote lists. */
+  const lastResults = new Map<string, CalibrationResult>();
   const states = new Map<string, ChainState>();
   const calibratedVersion = new Map<string, number>();
   /** Version of the last SUCCESSFUL fit per (source, pair): what the next view's changed expiries are relative to. */
@@ -145,7 +147,8 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             map((chainFit) => {
               const seq = (sequences.get(group$.key) ?? 0) + 1;
               sequences.set(group$.key, seq);
-              const result = buildSnapshots(chainFit, seq);
+              const result = buildSnapshots(chainFit, seq, lastResults.get(group$.key));
+              lastResults.set(group$.key, result);
               calibratedVersion.set(group$.key, chainFit.version);
               fittedVersion.set(group$.key, chainFit.version);
               return result;

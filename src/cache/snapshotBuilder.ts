@@ -6,7 +6,7 @@
 import { ForwardCurve } from '../quant/forwardCurve.js';
 import type { Pair, Source } from '../domain/markets.js';
 import { buildModelSurface } from './modelSurface.js';
-import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, IvSummary, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
+import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, IvSummary, SmileQuote, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
 
 /** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
 export interface ModelFit {
@@ -70,12 +70,29 @@ function freezeSummary(s: IvSummary): IvSummary {
   });
 }
 
-function freezeSlice(s: ExpirySlice): ExpirySlice {
+/** True when two quote lists are equal field by field (same strikes, sides, k, IVs, instruments, in order). */
+function sameQuotes(a: readonly SmileQuote[], b: readonly SmileQuote[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.strike !== y.strike || x.k !== y.k || x.markIv !== y.markIv || x.bidIv !== y.bidIv || x.askIv !== y.askIv || x.optionType !== y.optionType || x.instrument !== y.instrument) return false;
+  }
+  return true;
+}
+
+/**
+ * A frozen copy of a slice. `prev` (the same expiry in the previous snapshot of the same model): when its quotes
+ * are equal (an expiry whose quotes and forward did not change, issue 12 item 1), its frozen quote list, the bulk of
+ * a slice, is shared instead of copied (immutable, so sharing is safe). Params and diagnostics are always new: T
+ * moves with the observation time, so even a carried slice's params differ.
+ */
+function freezeSlice(s: ExpirySlice, prev: ExpirySlice | undefined): ExpirySlice {
   return Object.freeze({
     ...s,
     params: Object.freeze({ ...s.params }),
     fit: Object.freeze({ ...s.fit, ...(s.fit.warnings ? { warnings: Object.freeze([...s.fit.warnings]) } : {}) }),
-    quotes: Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))),
+    quotes: prev && sameQuotes(prev.quotes, s.quotes) ? prev.quotes : Object.freeze(s.quotes.map((q) => Object.freeze({ ...q }))),
   });
 }
 
@@ -96,8 +113,14 @@ export function buildForwardCurveSnapshot(source: Source, pair: Pair, observatio
  * @param skipped expiries not served and why (the chain's and the model's, joined by the caller)
  * @throws RangeError when a slice's parameters are invalid for its model
  */
-export function buildSurfaceSnapshot(fc: ForwardCurveSnapshot, mf: ModelFit, skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>): SurfaceSnapshot {
-  const slices = Object.freeze(mf.slices.map(freezeSlice));
+export function buildSurfaceSnapshot(
+  fc: ForwardCurveSnapshot,
+  mf: ModelFit,
+  skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>,
+  previous?: SurfaceSnapshot,
+): SurfaceSnapshot {
+  const prevByExpiry = new Map((previous?.slices ?? []).map((s) => [s.expirationTimestamp, s]));
+  const slices = Object.freeze(mf.slices.map((s) => freezeSlice(s, prevByExpiry.get(s.expirationTimestamp))));
   return Object.freeze({
     source: fc.source,
     pair: fc.pair,
@@ -122,15 +145,19 @@ export function buildSurfaceSnapshot(fc: ForwardCurveSnapshot, mf: ModelFit, ski
  * @param fit a {@link ChainFit} (from streams/calibrate.ts fitChain or a calibration worker)
  * @param sequence the snapshot sequence number to stamp (per (source, pair): every model of one
  *   recalibration carries the same number)
+ * @param previous the previous result of the same (source, pair), optional: slices whose quotes are unchanged share
+ *   its frozen quote lists instead of copying them
  * @throws RangeError when a slice's parameters are invalid for its model (never for fitChain's output)
  */
-export function buildSnapshots(fit: ChainFit, sequence: number): CalibrationResult {
+export function buildSnapshots(fit: ChainFit, sequence: number, previous?: CalibrationResult | null): CalibrationResult {
   const { source, pair, spot, observationTimestamp: obs } = fit;
   if (spot === null) {
     return { source, pair, surfaces: [], surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
   }
   const forwardCurve = buildForwardCurveSnapshot(source, pair, obs, spot, fit.points, sequence);
-  const surfaces = fit.models.filter((mf) => mf.slices.length > 0).map((mf) => buildSurfaceSnapshot(forwardCurve, mf, [...fit.skipped, ...mf.skipped]));
+  const surfaces = fit.models
+    .filter((mf) => mf.slices.length > 0)
+    .map((mf) => buildSurfaceSnapshot(forwardCurve, mf, [...fit.skipped, ...mf.skipped], previous?.surfaces.find((s) => s.model === mf.model)));
   const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
   return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
 }

@@ -11,7 +11,7 @@ import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import type { OptionQuote } from '../../src/domain/events.js';
 import { buildModelSurface } from '../../src/cache/modelSurface.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { buildSnapshots, ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
 
 const FILES = ['data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', 'data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl'];
 
@@ -123,6 +123,33 @@ describe.each(FILES)('incremental refits on %s', (file) => {
     for (const s of svi.slices) {
       if (s.quotes.length > 4) expect(s.fit.fittedAt).toBe(dtS / (s.T * 365 * 86400 + dtS) <= 1e-3 ? v1.observationTimestamp : later.observationTimestamp);
     }
+  });
+
+  it('snapshots share the frozen quote lists of unchanged slices with the previous snapshot, never of a changed one', () => {
+    const { st, options } = loadState(file);
+    const fitter = new ChainFitter();
+    const v1 = st.view();
+    const r1 = buildSnapshots(fitter.fit(v1), 1);
+    const expiries = [...new Set(options.map((o) => o.expirationTimestamp))].sort((x, y) => x - y);
+    const target = expiries[Math.floor(expiries.length / 2)]!;
+    for (const o of options.filter((x) => x.expirationTimestamp === target)) st.apply({ ...o, markIv: o.markIv + 0.003, timestamp: o.timestamp + 1, receivedAt: o.receivedAt + 1 });
+    const fit2 = fitter.fit(st.view(v1.version));
+    const r2 = buildSnapshots(fit2, 2, r1);
+    const unshared = buildSnapshots(fit2, 2);
+    let shared = 0;
+    for (const s2 of r2.surfaces) {
+      const s1 = r1.surfaces.find((s) => s.model === s2.model)!;
+      const u = unshared.surfaces.find((s) => s.model === s2.model)!;
+      for (const sl of s2.slices) {
+        const before = s1.slices.find((x) => x.expirationTimestamp === sl.expirationTimestamp)!;
+        expect(sl.quotes === before.quotes, `${s2.model} ${sl.expirationTimestamp}`).toBe(sl.expirationTimestamp !== target);
+        if (sl.quotes === before.quotes) shared++;
+        expect(Object.isFrozen(sl.quotes)).toBe(true);
+        // what is served is the same as a snapshot built without sharing
+        expect(sl.quotes).toEqual(u.slices.find((x) => x.expirationTimestamp === sl.expirationTimestamp)!.quotes);
+      }
+    }
+    expect(shared).toBeGreaterThanOrEqual(3 * (expiries.length - 3));
   });
 
   it('a full view refits every expiry cold', () => {
