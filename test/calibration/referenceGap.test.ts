@@ -85,8 +85,9 @@ describe('goals of issue 11 on every real chain (tuning chain and hold-outs alik
         const label = `${q.id} SABR ${new Date(r.expirationTimestamp * 1000).toISOString().slice(0, 10)} ${r.status}`;
         // 'repaired': the calendar envelope against a plateau-marked shorter expiry; under 2 days: the served
         // linear wings replace Hagan's smile inside the quoted range where it breaks Lee's bound (2-hour expiry).
+        // Measured worst outside 'fitted': 0.20 (pitspa 30MAY26 repaired), 0.17 (schepal 2-hour expiry).
         if (r.status === 'fitted' && r.T > 2 / 365) expect(gap, label).toBeLessThanOrEqual(0.05);
-        else expect(gap, label).toBeLessThan(0.5);
+        else expect(gap, label).toBeLessThan(0.3);
       }
     }
   });
@@ -112,9 +113,10 @@ describe('Vanna-Volga with fitted 10-delta wings', () => {
       const med = median(q.byModel.VANNA_VOLGA.map((r) => r.servedRmse));
       console.log(`${q.id} Vanna-Volga median RMSE ${med.toFixed(2)} vp`);
       // 2020-05-14 (schepal): the 8- and 15-day expiries are marked with a sharp dip at the money (9250: 76.9 %
-      // between 85.7 % and 76.0 %, the pillars read off the marks inherit it) and two expiries under 2 days at
-      // 75-210 %; measured 4.35 vp (11.15 before the fitted wings). Asserted only not to get worse.
-      expect(med, q.id).toBeLessThanOrEqual(q.id === 'schepal' ? 4.5 : 1.5);
+      // between 85.7 % and 76.0 %) and two expiries under 2 days at 75-210 %; with the pillar vols fitted by
+      // least squares (vannaVolga.ts fitPillarVols) measured 2.28 vp (4.35 with pillars read off the marks,
+      // 11.15 before the fitted wings). Still above the goal: the 1-day (10.8) and 2-hour (39.4) expiries.
+      expect(med, q.id).toBeLessThanOrEqual(q.id === 'schepal' ? 2.4 : 0.75);
     }
   });
 });
