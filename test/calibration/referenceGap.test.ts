@@ -112,6 +112,22 @@ describe('goals of issue 11 on every real chain (tuning chain and hold-outs alik
   });
 });
 
+describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days out)', () => {
+  it('holds at least the measured share per chain and model (goal 95 % not met yet: SABR has 3 parameters)', () => {
+    // Measured (share of two-sided quotes): SVI 84.2 / 81.4 / 96.5 %, SABR 62.5 / 63.8 / 79.8 %, VV 85.1 / 84.5 / 78.9 %
+    // (maksm05 / pitspa / schepal); bounds 2 points below. The misses are the plateau-marked 29MAY26 and the
+    // 26JUN26 expiry, where even the unconstrained reference fits sit 2.9 (SVI) and 5.1 (SABR) vp from the marks.
+    const floor: Record<string, Record<string, number>> = {
+      maksm05: { SVI: 0.82, SABR: 0.605, VANNA_VOLGA: 0.83 },
+      pitspa: { SVI: 0.79, SABR: 0.62, VANNA_VOLGA: 0.825 },
+      schepal: { SVI: 0.945, SABR: 0.78, VANNA_VOLGA: 0.77 },
+    };
+    for (const q of measured) {
+      for (const s of qualitySummary(q)) expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(floor[q.id]![s.model]!);
+    }
+  });
+});
+
 describe('Vanna-Volga with fitted 10-delta wings', () => {
   it('median per-expiry RMSE against all OTM marks <= 1.5 vp on the 2026 chains (the 2020 hold-out misses: see the log)', () => {
     for (const q of measured) {
