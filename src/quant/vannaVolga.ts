@@ -394,7 +394,9 @@ export function errorStats(res: readonly number[]): { rmseVolPts: number; maxErr
  * (strikeFromDelta, Brent), vol25C = smile(ln(K25C/F)); 25-delta put: call delta 0.75 (put delta -0.25).
  * If a delta root cannot be found, the flat-ATM-vol closed form is used; if the 25-delta put strike is
  * not below the forward (possible only when volAtm·sqrt(T) > 1.35), it is mirrored to F^2/K25C. All
- * fallbacks are named in `method` and `warnings`.
+ * fallbacks are named in `method` and `warnings`. These read-off pillar vols then start a least-squares fit
+ * of the three pillar vols to the quotes inside the 10-delta strikes ({@link fitPillarVols}; kept only when
+ * it lowers the error; named in `method`).
  *
  * Robustness: with >= 10 quotes, a Hampel identifier (F. R. Hampel, "The influence curve and its role in
  * robust estimation", JASA 69, 1974; Hampel et al., "Robust Statistics", 1986) drops quotes whose IV
