@@ -85,8 +85,14 @@ describe('goals of issue 11 on every real chain (tuning chain and hold-outs alik
         const label = `${q.id} SABR ${new Date(r.expirationTimestamp * 1000).toISOString().slice(0, 10)} ${r.status}`;
         // 'repaired': the calendar envelope against a plateau-marked shorter expiry; under 2 days: the served
         // linear wings replace Hagan's smile inside the quoted range where it breaks Lee's bound (2-hour expiry).
+        // Measured worst outside 'fitted': 0.20 (pitspa 30MAY26 repaired), 0.17 (schepal 2-hour expiry).
         if (r.status === 'fitted' && r.T > 2 / 365) expect(gap, label).toBeLessThanOrEqual(0.05);
-        else expect(gap, label).toBeLessThan(0.5);
+        else expect(gap, label).toBeLessThan(0.3);
+        // The whole gap is the repair the service reports (calendar envelope / served wings), never a worse fit:
+        // its own unconstrained fit matches the independent reference and diagnostics carry the cost.
+        expect(r.diagReferenceRmse, label).not.toBeNull();
+        expect(Math.abs(r.diagReferenceRmse! - r.referenceRmse), label).toBeLessThan(0.05);
+        if (gap > 0.05) expect(Math.abs(gap - (r.diagRepairCost ?? 0)), label).toBeLessThan(0.02);
       }
     }
   });
@@ -106,15 +112,32 @@ describe('goals of issue 11 on every real chain (tuning chain and hold-outs alik
   });
 });
 
+describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days out)', () => {
+  it('holds at least the measured share per chain and model (goal 95 % not met yet: SABR has 3 parameters)', () => {
+    // Measured (share of two-sided quotes): SVI 84.2 / 81.4 / 96.5 %, SABR 62.5 / 63.8 / 79.8 %, VV 85.1 / 84.5 / 78.9 %
+    // (maksm05 / pitspa / schepal); bounds 2 points below. The misses are the plateau-marked 29MAY26 and the
+    // 26JUN26 expiry, where even the unconstrained reference fits sit 2.9 (SVI) and 5.1 (SABR) vp from the marks.
+    const floor: Record<string, Record<string, number>> = {
+      maksm05: { SVI: 0.82, SABR: 0.605, VANNA_VOLGA: 0.83 },
+      pitspa: { SVI: 0.79, SABR: 0.62, VANNA_VOLGA: 0.825 },
+      schepal: { SVI: 0.945, SABR: 0.78, VANNA_VOLGA: 0.77 },
+    };
+    for (const q of measured) {
+      for (const s of qualitySummary(q)) expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(floor[q.id]![s.model]!);
+    }
+  });
+});
+
 describe('Vanna-Volga with fitted 10-delta wings', () => {
   it('median per-expiry RMSE against all OTM marks <= 1.5 vp on the 2026 chains (the 2020 hold-out misses: see the log)', () => {
     for (const q of measured) {
       const med = median(q.byModel.VANNA_VOLGA.map((r) => r.servedRmse));
       console.log(`${q.id} Vanna-Volga median RMSE ${med.toFixed(2)} vp`);
       // 2020-05-14 (schepal): the 8- and 15-day expiries are marked with a sharp dip at the money (9250: 76.9 %
-      // between 85.7 % and 76.0 %, the pillars read off the marks inherit it) and two expiries under 2 days at
-      // 75-210 %; measured 4.35 vp (11.15 before the fitted wings). Asserted only not to get worse.
-      expect(med, q.id).toBeLessThanOrEqual(q.id === 'schepal' ? 4.5 : 1.5);
+      // between 85.7 % and 76.0 %) and two expiries under 2 days at 75-210 %; with the pillar vols fitted by
+      // least squares (vannaVolga.ts fitPillarVols) measured 2.28 vp (4.35 with pillars read off the marks,
+      // 11.15 before the fitted wings). Still above the goal: the 1-day (10.8) and 2-hour (39.4) expiries.
+      expect(med, q.id).toBeLessThanOrEqual(q.id === 'schepal' ? 2.4 : 0.75);
     }
   });
 });

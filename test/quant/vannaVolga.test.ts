@@ -230,15 +230,16 @@ describe('calibrateVannaVolga (pillars read off the market smile)', () => {
     expect(nd1(p.K25P, p.vol25P)).toBeCloseTo(0.75, 10);
     expect(p.K25P).toBeLessThan(F);
     expect(p.K25C).toBeGreaterThan(F);
-    // Independent: the 25-delta strikes of the true smile, by strikeFromDelta; the linear interpolation
-    // of quotes 0.005 apart in k moves them by < 0.1 % and the vols by < 0.01 vol pt.
+    // Independent: the 25-delta strikes of the true smile, by strikeFromDelta. The pillar vols are fitted by least
+    // squares between the 10-delta strikes (pillar rule, vannaVolga.ts fitPillarVols), so they sit within
+    // 0.1 vol pt of the true smile (a SABR smile is not a VV smile; measured 0.045) and the strikes within 0.1 %.
     const K25C = strikeFromDelta(0.25, F, T, truth);
     const K25P = strikeFromDelta(0.75, F, T, truth);
     expect(Math.abs(p.K25C / K25C - 1)).toBeLessThan(1e-3);
     expect(Math.abs(p.K25P / K25P - 1)).toBeLessThan(1e-3);
-    expect(Math.abs(p.vol25C - truth(K25C))).toBeLessThan(1e-4);
-    expect(Math.abs(p.vol25P - truth(K25P))).toBeLessThan(1e-4);
-    expect(Math.abs(p.volAtm - truth(F))).toBeLessThan(1e-4);
+    expect(Math.abs(p.vol25C - truth(K25C))).toBeLessThan(1e-3);
+    expect(Math.abs(p.vol25P - truth(K25P))).toBeLessThan(1e-3);
+    expect(Math.abs(p.volAtm - truth(F))).toBeLessThan(1e-3);
     // The model reproduces them exactly.
     expect(Math.abs(vannaVolgaImpliedVol(p, F, p.K25C, T) - p.vol25C)).toBeLessThan(1e-14);
     expect(Math.abs(vannaVolgaImpliedVol(p, F, p.K25P, T) - p.vol25P)).toBeLessThan(1e-14);
@@ -249,7 +250,8 @@ describe('calibrateVannaVolga (pillars read off the market smile)', () => {
     expect(r.within10Delta.quotes).toBeGreaterThan(20);
     expect(r.within10Delta.rmseVolPts).toBeLessThan(0.3);
     expect(r.atm.errorVolPts).not.toBeNull();
-    expect(Math.abs(r.atm.errorVolPts as number)).toBeLessThan(1e-10);
+    // Fitted (not read-off) ATM pillar: off the ATM mark by the least-squares compromise (measured 0.05 vol pt).
+    expect(Math.abs(r.atm.errorVolPts as number)).toBeLessThan(0.1);
   });
 
   it('drops an isolated bad mark next to a pillar (Hampel filter) so the pillar does not move', () => {
@@ -263,8 +265,10 @@ describe('calibrateVannaVolga (pillars read off the market smile)', () => {
     const without = calibrateVannaVolga(dense.filter((_, j) => j !== i), F, T, { maxOutlierFraction: 0 });
     expect(r.params).toEqual(without.params);
     expect(Math.abs(r.params.vol25C - clean.params.vol25C)).toBeLessThan(1e-4);
+    // Without the filter the bad mark pulls the least-squares pillar up (by less than one read off the marks
+    // would move: measured 0.18 vol pt, against > 1 vol pt for the read-off pillar).
     const noFilter = calibrateVannaVolga(bad, F, T, { maxOutlierFraction: 0 });
-    expect(noFilter.params.vol25C - clean.params.vol25C).toBeGreaterThan(0.01);
+    expect(noFilter.params.vol25C - clean.params.vol25C).toBeGreaterThan(0.001);
   });
 
   it('degrades on sparse expiries: one quote gives a flat smile, two a linear market smile', () => {
