@@ -315,7 +315,7 @@ export interface ModelState {
   lastFullKey?: string;
   /**
    * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
-   * starts its outer search from them alone, SABR its Levenberg-Marquardt.
+   * starts its outer search from them alone, SABR its Levenberg-Marquardt, Vanna-Volga its pillar least squares.
    */
   previous?: Record<string, number>;
 }
@@ -477,8 +477,9 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { pa
   return { params: r.params, lambda: x, mu: 0, minDensity: r.minDensity };
 }
 
-function fitVannaVolga(g: EligibleGroup): ExpiryAttempt {
-  const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T);
+function fitVannaVolga(g: EligibleGroup, st: ModelState): ExpiryAttempt {
+  const p = st.previous;
+  const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T, p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {});
   if (r.arbitrageFree && servedDensity('VANNA_VOLGA', vvParamsRecord(r.params), g).ok) {
     return {
       params: vvParamsRecord(r.params),
@@ -548,7 +549,7 @@ export type ExpiryFitter = (model: VolatilityModel, g: EligibleGroup, st: ModelS
  * @throws whatever the calibration throws (no valid quote); fitModel turns it into a rejection
  */
 export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: ModelState, options: ChainFitOptions): ExpiryAttempt {
-  return model === 'SVI' ? fitSvi(g, st) : model === 'SABR' ? fitSabr(g, st, options.sabrBeta ?? 1) : fitVannaVolga(g);
+  return model === 'SVI' ? fitSvi(g, st) : model === 'SABR' ? fitSabr(g, st, options.sabrBeta ?? 1) : fitVannaVolga(g, st);
 }
 
 /**

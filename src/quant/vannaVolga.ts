@@ -319,6 +319,12 @@ export interface VannaVolgaCalibrationOptions {
   readonly maxOutlierFraction?: number;
   /** Density-check grid and tolerance (default grid: 4 ATM standard deviations, widened to the quotes). */
   readonly densityCheck?: DensityCheckOptions;
+  /**
+   * Warm start of the pillar least-squares fit ({@link fitPillarVols}): the pillar vols of a previous fit of (nearly)
+   * the same expiry start the Levenberg-Marquardt instead of the read-off vols (the incremental refit of issue 12
+   * item 1). The bounds and the keep-only-if-better rule stay those of the read-off vols. Optional.
+   */
+  readonly previousPillars?: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number };
 }
 
 /** Result of {@link calibrateVannaVolga} (same diagnostics as calibrateSvi and calibrateSabr). */
@@ -513,7 +519,7 @@ export function calibrateVannaVolga(
   }
   const order = options.order ?? 'second';
   const read: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
-  const base = fitPillarVols(read, used, F, T, notes);
+  const base = fitPillarVols(read, used, F, T, notes, options.previousPillars);
   const wings = vannaVolgaWingStrikes(base, F, T);
   // Wing curvatures (wing rule 2): each side's c by golden section on the IV least squares of the quotes beyond
   // that side's 10-delta strike (the other side does not move them).
@@ -643,7 +649,14 @@ export function calibrateVannaVolga(
  * than the read-off ones); vols are bounded to [0.2, 5] times the read-off vol. Fewer than 5 quotes in range:
  * the read-off pillars are kept.
  */
-function fitPillarVols(read: VannaVolgaParams, used: readonly SviQuote[], F: number, T: number, notes: string[]): VannaVolgaParams {
+function fitPillarVols(
+  read: VannaVolgaParams,
+  used: readonly SviQuote[],
+  F: number,
+  T: number,
+  notes: string[],
+  previous?: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number },
+): VannaVolgaParams {
   const w0 = vannaVolgaWingStrikes(read, F, T);
   const lo = Math.log(w0.K10P / F);
   const hi = Math.log(w0.K10C / F);
@@ -677,7 +690,10 @@ function fitPillarVols(read: VannaVolgaParams, used: readonly SviQuote[], F: num
   const lower = x0.map((v) => 0.2 * v);
   const upper = x0.map((v) => 5 * v);
   const cost0 = 0.5 * res(x0).reduce((a, r) => a + r * r, 0);
-  const r = levenbergMarquardt(res, x0, {
+  // warm start: the previous fit's pillar vols, when inside the bounds
+  const prev = previous ? [previous.vol25P, previous.volAtm, previous.vol25C] : null;
+  const start = prev && prev.every((v, i) => Number.isFinite(v) && v >= lower[i]! && v <= upper[i]!) ? prev : x0;
+  const r = levenbergMarquardt(res, start, {
     lower,
     upper,
     project: (x) => x.map((v, i) => Math.min(upper[i]!, Math.max(lower[i]!, v))),

@@ -1,6 +1,6 @@
 /**
  * Warm refits (`warm: true` with `previous`, issue 12 item 1): calibrateSvi and calibrateSabr started from the
- * previous fit alone, after every mark of the expiry moved by +-0.2 vol point, land on the same smile as a cold fit
+ * previous fit alone (and calibrateVannaVolga's pillar least squares from the previous pillar vols), after every mark of the expiry moved by +-0.2 vol point, land on the same smile as a cold fit
  * of the moved marks (within 0.01 vol point at every quote), with fewer optimizer iterations. On every expiry of 7
  * quotes or more of the real 2026-05-26 Deribit BTC chain (data/replay), unweighted as the service fits.
  */
@@ -10,6 +10,7 @@ import { loadReplayChain, otmQuotesByExpiry } from '../../adapters/replay/chains
 import { calibrateSabr } from '../../src/quant/sabrCalibration.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { calibrateSvi } from '../../src/quant/sviCalibration.js';
+import { calibrateVannaVolga, vannaVolgaImpliedVol } from '../../src/quant/vannaVolga.js';
 import { sviImpliedVol } from '../../src/quant/svi.js';
 
 const chain = loadReplayChain(fileURLToPath(new URL('../../data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', import.meta.url)));
@@ -37,5 +38,14 @@ describe('warm refits equal cold fits of the moved marks', () => {
       expect(100 * Math.abs(sabrImpliedVol(sabrWarm.params, e.forward, K, e.T) - sabrImpliedVol(sabrCold.params, e.forward, K, e.T))).toBeLessThan(0.01);
     }
     expect(sabrWarm.iterations).toBeLessThan(sabrCold.iterations);
+
+    // Vanna-Volga: the pillar least squares started from the previous fit's pillar vols
+    const vvBefore = calibrateVannaVolga(quotes, e.forward, e.T);
+    const vvCold = calibrateVannaVolga(moved, e.forward, e.T);
+    const vvWarm = calibrateVannaVolga(moved, e.forward, e.T, { previousPillars: vvBefore.params });
+    for (const q of moved) {
+      const K = e.forward * Math.exp(q.k);
+      expect(100 * Math.abs(vannaVolgaImpliedVol(vvWarm.params, e.forward, K, e.T) - vannaVolgaImpliedVol(vvCold.params, e.forward, K, e.T))).toBeLessThan(0.01);
+    }
   });
 });
