@@ -27,23 +27,35 @@ import { QUICK, median, quantile, timeRuns, type BenchRow } from './lib.js';
 const root = new URL('../', import.meta.url).pathname;
 const TARGET_MS: Record<string, number> = { SVI: 10, SABR: 20, VANNA_VOLGA: 5 };
 
-function apply(state: ChainState, msg: unknown, recvS: number): void {
+/** Normalize one Deribit message into `state` (BTC/USD chain events); option quotes also go to `options` when given. */
+function apply(state: ChainState, msg: unknown, recvS: number, options?: OptionQuote[]): void {
   const r = normalizeDeribit(msg, recvS);
   if (!r.ok) return;
   for (const ev of r.events) {
-    if ((ev.kind === 'option' || ev.kind === 'future' || ev.kind === 'index') && ev.base === 'BTC' && ev.quote === 'USD') state.apply(ev as OptionQuote | FutureQuote | IndexPrice);
+    if ((ev.kind === 'option' || ev.kind === 'future' || ev.kind === 'index') && ev.base === 'BTC' && ev.quote === 'USD') {
+      state.apply(ev as OptionQuote | FutureQuote | IndexPrice);
+      if (ev.kind === 'option') options?.push(ev);
+    }
   }
 }
 
-/** The real recorded chain as a chain view. */
-export function realChainView(file = `${root}data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl`): ChainView {
+const REAL_CHAIN = `${root}data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl`;
+
+/** The real recorded chain (a replay JSONL file) in a chain state, with its option quotes. */
+function loadRealChain(file: string): { state: ChainState; options: OptionQuote[] } {
   const state = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
+  const options: OptionQuote[] = [];
   for (const l of readFileSync(file, 'utf8').split('\n')) {
     if (!l.trim()) continue;
     const m = JSON.parse(l);
-    apply(state, m, (m.params?.data?.timestamp ?? 0) / 1000);
+    apply(state, m, (m.params?.data?.timestamp ?? 0) / 1000, options);
   }
-  return state.view();
+  return { state, options };
+}
+
+/** The real recorded chain as a chain view. */
+export function realChainView(file = REAL_CHAIN): ChainView {
+  return loadRealChain(file).state.view();
 }
 
 /** The simulator's BTC chain (seed 42, at a fixed instant) as a chain view. */
@@ -146,18 +158,7 @@ function singleSliceRefit(view: ChainView, runs: number): BenchRow {
  * run as on a full pass. Against the same fitter on a full (cold) view.
  */
 function incrementalChainRefit(file: string, runs: number): BenchRow {
-  const state = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
-  const options: OptionQuote[] = [];
-  for (const l of readFileSync(file, 'utf8').split('\n')) {
-    if (!l.trim()) continue;
-    const m = JSON.parse(l);
-    const r = normalizeDeribit(m, (m.params?.data?.timestamp ?? 0) / 1000);
-    if (!r.ok) continue;
-    for (const ev of r.events) {
-      if (ev.kind === 'option' && ev.base === 'BTC' && ev.quote === 'USD') options.push(ev);
-      if ((ev.kind === 'option' || ev.kind === 'future' || ev.kind === 'index') && ev.base === 'BTC' && ev.quote === 'USD') state.apply(ev as OptionQuote | FutureQuote | IndexPrice);
-    }
-  }
+  const { state, options } = loadRealChain(file);
   const expiries = [...new Set(options.map((o) => o.expirationTimestamp))].sort((a, b) => a - b);
   const target = options.filter((o) => o.expirationTimestamp === expiries[Math.floor(expiries.length / 2)]);
   const fitter = new ChainFitter();
@@ -200,7 +201,7 @@ export function runCalibration(): BenchRow[] {
   const runs = QUICK ? 8 : 40;
   const real = realChainView();
   const results = [measure('real Deribit BTC 2026-05-26 (878 options)', real, runs), measure('simulator BTC chain', simulatorChainView(), runs)];
-  const rows: BenchRow[] = [singleSliceRefit(real, QUICK ? 100 : 500), incrementalChainRefit(`${root}data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl`, QUICK ? 20 : 100)];
+  const rows: BenchRow[] = [singleSliceRefit(real, QUICK ? 100 : 500), incrementalChainRefit(REAL_CHAIN, QUICK ? 20 : 100)];
   for (const r of results) {
     for (const [model, ms] of Object.entries(r.perModel)) {
       const med = median(ms);

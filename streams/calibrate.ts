@@ -562,7 +562,7 @@ export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: ModelSta
  * Castagna-Mercurio 2007 eq. (13)), hence 0.05 % and 0.001 % (1 s on a 1-day expiry) for them
  * (test/streams/incremental.test.ts: within 0.01 vp of a cold fit at every quote and for |k| <= 1).
  */
-const REUSE_MAX_T_CHANGE: Readonly<Record<VolatilityModel, number>> = { SVI: 1e-3, SABR: 5e-4, VANNA_VOLGA: 1e-5 };
+export const REUSE_MAX_T_CHANGE: Readonly<Record<VolatilityModel, number>> = { SVI: 1e-3, SABR: 5e-4, VANNA_VOLGA: 1e-5 };
 
 /** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
 const SVI_MIN_QUOTES_FULL = 7;
@@ -1031,10 +1031,22 @@ export class ChainFitter {
    * history seeding uses its own so that it never touches the live memory).
    */
   fit(view: ChainView, namespace = 'live'): ChainFit {
-    const key = `${namespace}:${view.source}:${view.pair.base}/${view.pair.quote}`;
+    const key = ChainFitter.key(view.source, view.pair, namespace);
     let m = this.memories.get(key);
     if (!m) this.memories.set(key, (m = new FitMemory()));
     return fitChain(view, this.options, m);
+  }
+
+  /**
+   * The memory of (source, pair) in `namespace` (default 'live'): its last fits, counts and the refit/reuse tally of
+   * the last pass ({@link FitMemory.lastPass}); undefined before its first fit.
+   */
+  memoryOf(source: ChainView['source'], pair: ChainView['pair'], namespace = 'live'): FitMemory | undefined {
+    return this.memories.get(ChainFitter.key(source, pair, namespace));
+  }
+
+  private static key(source: ChainView['source'], pair: ChainView['pair'], namespace: string): string {
+    return `${namespace}:${source}:${pair.base}/${pair.quote}`;
   }
 }
 

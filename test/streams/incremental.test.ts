@@ -11,13 +11,13 @@ import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import type { OptionQuote } from '../../src/domain/events.js';
 import { buildModelSurface } from '../../src/cache/modelSurface.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { buildSnapshots, ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { buildSnapshots, ChainFitter, FitMemory, fitChain, REUSE_MAX_T_CHANGE, type ChainFit } from '../../streams/calibrate.js';
 
 const FILES = ['data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', 'data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl'];
 
 /** A chain state holding the recorded chain, and its option quotes by instrument. */
 function loadState(file: string): { st: ChainState; options: OptionQuote[] } {
-  const st = new ChainState('DERIBIT', { base: 'BTC', quote: 'USD' });
+  const st = new ChainState('DERIBIT', PAIR);
   const options: OptionQuote[] = [];
   for (const line of readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8').split('\n')) {
     if (!line.trim()) continue;
@@ -54,13 +54,13 @@ function maxGapVolPts(a: ChainFit, b: ChainFit): { gap: number; where: string } 
   return { gap, where };
 }
 
-/** Largest relative T change under which each model reuses an unchanged expiry (streams/calibrate.ts REUSE_MAX_T_CHANGE). */
-const LIMIT = { SVI: 1e-3, SABR: 5e-4, VANNA_VOLGA: 1e-5 } as const;
+/** The chains' pair. */
+const PAIR = { base: 'BTC', quote: 'USD' } as const;
 
 /** Expiries of a fit (5 quotes or more: sparse ones are not in the per-expiry memory) whose T moved by more than the model's limit over `dtS`. */
-function movedBeyondLimit(fit: ChainFit, model: keyof typeof LIMIT, dtS: number): number {
+function movedBeyondLimit(fit: ChainFit, model: keyof typeof REUSE_MAX_T_CHANGE, dtS: number): number {
   const svi = fit.models.find((m) => m.model === 'SVI')!;
-  return svi.slices.filter((s) => s.quotes.length > 4 && dtS / (s.T * 365 * 86400 + dtS) > LIMIT[model]).length;
+  return svi.slices.filter((s) => s.quotes.length > 4 && dtS / (s.T * 365 * 86400 + dtS) > REUSE_MAX_T_CHANGE[model]).length;
 }
 
 /** The cold fit of a view: a fresh memory, every expiry fitted from scratch. */
@@ -84,7 +84,7 @@ describe.each(FILES)('incremental refits on %s', (file) => {
     expect(v2.full).toBe(false);
     expect(v2.changedExpiries).toEqual([target]);
     const inc = fitter.fit(v2);
-    const memory = (fitter as unknown as { memories: Map<string, FitMemory> }).memories.values().next().value as FitMemory;
+    const memory = fitter.memoryOf('DERIBIT', PAIR)!;
     for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
       const pass = memory.lastPass.get(model)!;
       // the re-marked expiry, plus (SVI) a sparse-mode slice that borrows its shape from it when one follows, plus
@@ -108,7 +108,7 @@ describe.each(FILES)('incremental refits on %s', (file) => {
     // the observation time (and so every T) moves on, no quote changes
     const later: ChainView = { ...st.view(v1.version), observationTimestamp: v1.observationTimestamp + dtS, full: false, changedExpiries: [] };
     const inc = fitter.fit(later);
-    const memory = (fitter as unknown as { memories: Map<string, FitMemory> }).memories.values().next().value as FitMemory;
+    const memory = fitter.memoryOf('DERIBIT', PAIR)!;
     const svi = inc.models.find((m) => m.model === 'SVI')!;
     for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
       const moved = movedBeyondLimit(inc, model, dtS);
@@ -158,7 +158,7 @@ describe.each(FILES)('incremental refits on %s', (file) => {
     const v1 = st.view();
     fitter.fit(v1);
     fitter.fit({ ...st.view(v1.version), full: true });
-    const memory = (fitter as unknown as { memories: Map<string, FitMemory> }).memories.values().next().value as FitMemory;
+    const memory = fitter.memoryOf('DERIBIT', PAIR)!;
     for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
       const pass = memory.lastPass.get(model)!;
       expect(pass.reused, model).toBe(0);
