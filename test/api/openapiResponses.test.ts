@@ -88,6 +88,12 @@ beforeAll(async () => {
   B = svc.url;
   await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 60_000, '/ready 200');
   doc = (await http('GET', `${B}/openapi.json`)).body;
+  // /ready is about surfaces; the perpetual's first funding tick may land a moment later.
+  await waitFor(
+    async () => ((await http('GET', `${B}/api/v1/global/data/fundingInstruments?source=DERIBIT`)).body as Json[]).some((i) => i.baseCurrency === 'BTC'),
+    60_000,
+    'BTC funding instrument listed',
+  );
 });
 
 afterAll(async () => {
