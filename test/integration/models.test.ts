@@ -107,41 +107,49 @@ describe('three models on the simulated default', () => {
       for (const model of MODELS) {
         const label = `${source} ${base}/${quote} ${model}`;
         const common = { baseCurrency: base, quoteCurrency: quote, source, volatilityModel: model, expirationTimestamp: expiry };
-        const s = await http('POST', `${B}/api/v1/global/data/iV/byStrike`, [{ ...common, instrumentId: 's', strike: near.strike }]);
-        expect(s.status, label).toBe(200);
-        const modelSlice = svc.cache.getSurface(source, pair, model)!.slices.find((x) => x.expirationTimestamp === expiry)!;
-        const markNow = modelSlice.quotes.find((q) => q.strike === near.strike)!.markIv;
-        // Rule: the served IV at a quoted strike is within the model's own largest error on that slice (its
-        // diagnostics, measured on the served surface) plus the exchange's bid-ask spread at the money,
-        // 2 (0.5 + 0.5 / sqrt(days)) vol pts: the marks may refresh between the request and this read.
-        const tol = (modelSlice.fit.maxErrorVolPts + 2 * (0.5 + 0.5 / Math.sqrt(Math.max(slice.T * 365, 0.25)))) / 100;
-        expect(Math.abs(s.body[0].impliedVolatility - markNow), label).toBeLessThanOrEqual(tol);
-        const d = await http('POST', `${B}/api/v1/global/data/iV/byDelta`, [
-          { ...common, instrumentId: 'c25', delta: 0.25 },
-          { ...common, instrumentId: 'atm', delta: 0.5 },
-          { ...common, instrumentId: 'p25', delta: 0.75 },
-        ]);
-        expect(d.status, label).toBe(200);
-        expect(d.body.map((x: { volatilityModel: string }) => x.volatilityModel)).toEqual([model, model, model]);
-        for (const x of d.body) {
-          expect(x.impliedVolatility).toBeGreaterThan(0.05);
-          expect(x.impliedVolatility).toBeLessThan(3);
+        // The cross-endpoint comparisons below hold on ONE surface: a recalibration landing between two requests
+        // (the simulator re-draws its mark noise every minute, which moves a fit by up to a vol point) restarts
+        // the round, at most 10 times.
+        for (let attempt = 1; ; attempt++) {
+          const sequenceBefore = svc.cache.getSurface(source, pair, model)!.sequence;
+          const s = await http('POST', `${B}/api/v1/global/data/iV/byStrike`, [{ ...common, instrumentId: 's', strike: near.strike }]);
+          expect(s.status, label).toBe(200);
+          const modelSlice = svc.cache.getSurface(source, pair, model)!.slices.find((x) => x.expirationTimestamp === expiry)!;
+          const markNow = modelSlice.quotes.find((q) => q.strike === near.strike)!.markIv;
+          // Rule: the served IV at a quoted strike is within the model's own largest error on that slice (its
+          // diagnostics, measured on the served surface) plus the exchange's bid-ask spread at the money,
+          // 2 (0.5 + 0.5 / sqrt(days)) vol pts: the marks may refresh between the request and this read.
+          const tol = (modelSlice.fit.maxErrorVolPts + 2 * (0.5 + 0.5 / Math.sqrt(Math.max(slice.T * 365, 0.25)))) / 100;
+          expect(Math.abs(s.body[0].impliedVolatility - markNow), label).toBeLessThanOrEqual(tol);
+          const d = await http('POST', `${B}/api/v1/global/data/iV/byDelta`, [
+            { ...common, instrumentId: 'c25', delta: 0.25 },
+            { ...common, instrumentId: 'atm', delta: 0.5 },
+            { ...common, instrumentId: 'p25', delta: 0.75 },
+          ]);
+          expect(d.status, label).toBe(200);
+          expect(d.body.map((x: { volatilityModel: string }) => x.volatilityModel)).toEqual([model, model, model]);
+          for (const x of d.body) {
+            expect(x.impliedVolatility).toBeGreaterThan(0.05);
+            expect(x.impliedVolatility).toBeLessThan(3);
+          }
+          const inverse = optionsAreInverse(source, pair);
+          const v = await http('POST', `${B}/api/v1/global/optionValuation/vanilla`, [
+            { ...common, instrumentId: 'v', amount: 1, vanillaOptionType: 'CALL', inverse, priceMethod: source, strike: near.strike },
+          ]);
+          expect(v.status, label).toBe(200);
+          expect(v.body[0].valueBase).toBeGreaterThan(0);
+          const rs = await http('POST', `${B}/api/v1/global/scenarios/riskScenarios`, {
+            riskScenarioInstruments: [{ ...common, instrumentId: 'r', size: 1, instrumentType: 'PUT', inverse, priceMethod: source, strike: near.strike }],
+            riskScenarioParameters: { priceRangeSteps: 2, priceRange: 0.1, volRangeUp: 0.05, volRangeDown: 0.05 },
+          });
+          expect(rs.status, label).toBe(200);
+          const res = rs.body.riskScenarioInstrumentResults[0];
+          expect(res.volatilityModel).toBe(model);
+          if (svc.cache.getSurface(source, pair, model)!.sequence !== sequenceBefore && attempt < 10) continue;
+          expect(Math.abs(v.body[0].impliedVolatility - s.body[0].impliedVolatility), label).toBeLessThan(0.01);
+          expect(Math.abs(res.volatility - s.body[0].impliedVolatility), label).toBeLessThan(0.01);
+          break;
         }
-        const inverse = optionsAreInverse(source, pair);
-        const v = await http('POST', `${B}/api/v1/global/optionValuation/vanilla`, [
-          { ...common, instrumentId: 'v', amount: 1, vanillaOptionType: 'CALL', inverse, priceMethod: source, strike: near.strike },
-        ]);
-        expect(v.status, label).toBe(200);
-        expect(v.body[0].valueBase).toBeGreaterThan(0);
-        expect(Math.abs(v.body[0].impliedVolatility - s.body[0].impliedVolatility)).toBeLessThan(0.01);
-        const rs = await http('POST', `${B}/api/v1/global/scenarios/riskScenarios`, {
-          riskScenarioInstruments: [{ ...common, instrumentId: 'r', size: 1, instrumentType: 'PUT', inverse, priceMethod: source, strike: near.strike }],
-          riskScenarioParameters: { priceRangeSteps: 2, priceRange: 0.1, volRangeUp: 0.05, volRangeDown: 0.05 },
-        });
-        expect(rs.status, label).toBe(200);
-        const res = rs.body.riskScenarioInstrumentResults[0];
-        expect(res.volatilityModel).toBe(model);
-        expect(Math.abs(res.volatility - s.body[0].impliedVolatility), label).toBeLessThan(0.01);
       }
     }
     // euBarrier stays SVI only (interface-spec)
