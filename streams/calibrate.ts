@@ -479,8 +479,13 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { pa
 
 function fitVannaVolga(g: EligibleGroup, st: ModelState): ExpiryAttempt {
   const p = st.previous;
-  const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T, p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {});
-  if (r.arbitrageFree && servedDensity('VANNA_VOLGA', vvParamsRecord(r.params), g).ok) {
+  // The calibration's own density check runs on the served-smile grid (6 ATM standard deviations and the quoted
+  // range, the grid of servedDensity): the smile it checks is the served one, so its verdict is the served check.
+  const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T, {
+    densityCheck: { nStd: SERVED_CHECK_STD, kMin: Math.min(...g.quotes.map((q) => q.k)), kMax: Math.max(...g.quotes.map((q) => q.k)) },
+    ...(p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {}),
+  });
+  if (r.arbitrageFree) {
     return {
       params: vvParamsRecord(r.params),
       rmseVolPts: r.rmseVolPts,

@@ -254,6 +254,38 @@ export function vannaVolgaWingStrikes(p: VannaVolgaParams, F: number, T: number)
  * @throws RangeError on invalid parameters, F or T
  */
 export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: number) => number {
+  const t = vannaVolgaWingTerms(p, F, T);
+  const cLo = wingCurvatureBound(p.wingCurvL ?? 0, t, 'L');
+  const cHi = wingCurvatureBound(p.wingCurvR ?? 0, t, 'R');
+  return (K: number): number => {
+    if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSmile: K must be finite > 0, got ${K}`);
+    const k = Math.log(K / F);
+    if (k < t.kLo) return vannaVolgaWingVol(t, 'L', k, cLo, T);
+    if (k > t.kHi) return vannaVolgaWingVol(t, 'R', k, cHi, T);
+    return coreVol(p, F, K, T);
+  };
+}
+
+/**
+ * What the wing rule of {@link vannaVolgaSmile} needs of the core smile, independent of the wing curvatures: the
+ * 10-delta log-moneyness kLo, kHi; the core's total variance wLo, wHi there and its outward slopes sLo (<= 0),
+ * sHi (>= 0) in total variance per unit k (central difference, clamped to [-VV_MAX_WING_SLOPE, VV_MAX_WING_SLOPE]);
+ * the hyperbola scales dLo = ln(K25P/K10P), dHi = ln(K10C/K25C) (at least 1e-4). Computing them once lets a
+ * curvature search evaluate the wings without re-evaluating the core (calibrateVannaVolga).
+ */
+export interface VannaVolgaWingTerms {
+  readonly kLo: number;
+  readonly kHi: number;
+  readonly wLo: number;
+  readonly wHi: number;
+  readonly sLo: number;
+  readonly sHi: number;
+  readonly dLo: number;
+  readonly dHi: number;
+}
+
+/** The {@link VannaVolgaWingTerms} of a VV smile (wing strikes computed unless given in `p`). @throws RangeError on invalid parameters, F or T */
+export function vannaVolgaWingTerms(p: VannaVolgaParams, F: number, T: number): VannaVolgaWingTerms {
   assertParams('vannaVolgaSmile', p);
   assertFT('vannaVolgaSmile', F, T);
   const wings = p.K10P !== undefined && p.K10C !== undefined ? { K10P: p.K10P, K10C: p.K10C } : vannaVolgaWingStrikes(p, F, T);
@@ -267,28 +299,39 @@ export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: 
     const h = 1e-5 * Math.max(1, Math.abs(k));
     return (w(k + h) - w(k - h)) / (2 * h);
   };
-  const wLo = w(kLo);
-  const wHi = w(kHi);
-  // Outward slopes: the left wing grows as k decreases (dw/dk <= 0), the right wing as k increases.
-  const sLo = Math.min(0, Math.max(-VV_MAX_WING_SLOPE, slopeAt(kLo)));
-  const sHi = Math.max(0, Math.min(VV_MAX_WING_SLOPE, slopeAt(kHi)));
-  const cLo = Math.min(p.wingCurvL ?? 0, VV_MAX_WING_SLOPE + sLo);
-  const cHi = Math.min(p.wingCurvR ?? 0, VV_MAX_WING_SLOPE - sHi);
-  const dLo = Math.max(Math.log(p.K25P / wings.K10P), 1e-4);
-  const dHi = Math.max(Math.log(wings.K10C / p.K25C), 1e-4);
-  return (K: number): number => {
-    if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSmile: K must be finite > 0, got ${K}`);
-    const k = Math.log(K / F);
-    if (k < kLo) {
-      const x = kLo - k;
-      return Math.sqrt((wLo - sLo * x + cLo * (Math.sqrt(x * x + dLo * dLo) - dLo)) / T);
-    }
-    if (k > kHi) {
-      const x = k - kHi;
-      return Math.sqrt((wHi + sHi * x + cHi * (Math.sqrt(x * x + dHi * dHi) - dHi)) / T);
-    }
-    return coreVol(p, F, K, T);
+  return {
+    kLo,
+    kHi,
+    wLo: w(kLo),
+    wHi: w(kHi),
+    // Outward slopes: the left wing grows as k decreases (dw/dk <= 0), the right wing as k increases.
+    sLo: Math.min(0, Math.max(-VV_MAX_WING_SLOPE, slopeAt(kLo))),
+    sHi: Math.max(0, Math.min(VV_MAX_WING_SLOPE, slopeAt(kHi))),
+    dLo: Math.max(Math.log(p.K25P / wings.K10P), 1e-4),
+    dHi: Math.max(Math.log(wings.K10C / p.K25C), 1e-4),
   };
+}
+
+/**
+ * A wing curvature as served: at most VV_MAX_WING_SLOPE minus the outward slope, so that the wing's asymptotic slope
+ * in total variance, s + c, stays within VV_MAX_WING_SLOPE (below Lee's moment bound of 2).
+ */
+function wingCurvatureBound(c: number, t: VannaVolgaWingTerms, side: 'L' | 'R'): number {
+  return side === 'L' ? Math.min(c, VV_MAX_WING_SLOPE + t.sLo) : Math.min(c, VV_MAX_WING_SLOPE - t.sHi);
+}
+
+/**
+ * Implied vol on one wing beyond its 10-delta strike (the wing rule of the module docstring): total variance
+ * w = w10 + s x + c (sqrt(x^2 + d^2) - d), x the log-moneyness distance beyond the 10-delta strike; `c` already
+ * bounded by {@link wingCurvatureBound}.
+ */
+function vannaVolgaWingVol(t: VannaVolgaWingTerms, side: 'L' | 'R', k: number, c: number, T: number): number {
+  if (side === 'L') {
+    const x = t.kLo - k;
+    return Math.sqrt((t.wLo - t.sLo * x + c * (Math.sqrt(x * x + t.dLo * t.dLo) - t.dLo)) / T);
+  }
+  const x = k - t.kHi;
+  return Math.sqrt((t.wHi + t.sHi * x + c * (Math.sqrt(x * x + t.dHi * t.dHi) - t.dHi)) / T);
 }
 
 /**
@@ -523,12 +566,14 @@ export function calibrateVannaVolga(
   const wings = vannaVolgaWingStrikes(base, F, T);
   // Wing curvatures (wing rule 2): each side's c by golden section on the IV least squares of the quotes beyond
   // that side's 10-delta strike (the other side does not move them).
+  const terms = vannaVolgaWingTerms({ ...base, order, K10P: wings.K10P, K10C: wings.K10C }, F, T);
   const fitCurv = (side: 'L' | 'R'): number => {
-    const beyond = used.filter((q) => (side === 'L' ? q.k < Math.log(wings.K10P / F) : q.k > Math.log(wings.K10C / F)));
+    const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
     if (beyond.length === 0) return 0;
+    // the wings alone move with c: the core's terms are computed once (vannaVolgaSmile's formula, same numbers)
     const cost = (c: number): number => {
-      const sm = vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, [side === 'L' ? 'wingCurvL' : 'wingCurvR']: c }, F, T);
-      return beyond.reduce((a, q) => a + (sm(F * Math.exp(q.k)) - q.iv) ** 2, 0);
+      const cEff = wingCurvatureBound(c, terms, side);
+      return beyond.reduce((a, q) => a + (vannaVolgaWingVol(terms, side, q.k, cEff, T) - q.iv) ** 2, 0);
     };
     let a = 0;
     let b = VV_MAX_WING_SLOPE;
