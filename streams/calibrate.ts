@@ -353,7 +353,8 @@ function fitSvi(g: EligibleGroup, st: ModelState): ExpiryAttempt {
 }
 
 /**
- * Butterfly check of the SERVED smile of a SABR or Vanna-Volga slice (with its wing rule): the density check
+ * Butterfly check of the SERVED smile of a SABR slice (with its wing rule; Vanna-Volga's calibration runs the same
+ * check on the same grid itself, see fitVannaVolga): the density check
  * of smileArbitrage.ts on 401 strikes over 6 ATM standard deviations and the quoted range, so that the wing
  * junctions (at 4 standard deviations or the quotes) are inside the grid.
  */

@@ -273,7 +273,7 @@ export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: 
  * the hyperbola scales dLo = ln(K25P/K10P), dHi = ln(K10C/K25C) (at least 1e-4). Computing them once lets a
  * curvature search evaluate the wings without re-evaluating the core (calibrateVannaVolga).
  */
-export interface VannaVolgaWingTerms {
+interface VannaVolgaWingTerms {
   readonly kLo: number;
   readonly kHi: number;
   readonly wLo: number;
@@ -285,7 +285,7 @@ export interface VannaVolgaWingTerms {
 }
 
 /** The {@link VannaVolgaWingTerms} of a VV smile (wing strikes computed unless given in `p`). @throws RangeError on invalid parameters, F or T */
-export function vannaVolgaWingTerms(p: VannaVolgaParams, F: number, T: number): VannaVolgaWingTerms {
+function vannaVolgaWingTerms(p: VannaVolgaParams, F: number, T: number): VannaVolgaWingTerms {
   assertParams('vannaVolgaSmile', p);
   assertFT('vannaVolgaSmile', F, T);
   const wings = p.K10P !== undefined && p.K10C !== undefined ? { K10P: p.K10P, K10C: p.K10C } : vannaVolgaWingStrikes(p, F, T);
