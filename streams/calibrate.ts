@@ -352,22 +352,30 @@ function fitSvi(g: EligibleGroup, st: ModelState): ExpiryAttempt {
   };
 }
 
-/**
- * Butterfly check of the SERVED smile of a SABR slice (with its wing rule; Vanna-Volga's calibration runs the same
- * check on the same grid itself, see fitVannaVolga): the density check
- * of smileArbitrage.ts on 401 strikes over 6 ATM standard deviations and the quoted range, so that the wing
- * junctions (at 4 standard deviations or the quotes) are inside the grid.
- */
-function servedDensity(model: VolatilityModel, params: Record<string, number>, g: EligibleGroup): { ok: boolean; minDensity: number } {
-  const w = sliceTotalVariance(model, { T: g.T, forward: g.forward, params });
-  const kMin = Math.min(...g.quotes.map((q) => q.k));
-  const kMax = Math.max(...g.quotes.map((q) => q.k));
-  const chk = checkSmileDensity((K) => Math.sqrt(w(Math.log(K / g.forward)) / g.T), g.forward, g.T, { kMin, kMax, nStd: SERVED_CHECK_STD });
-  return { ok: chk.arbitrageFree, minDensity: chk.minDensity };
-}
-
 /** Half-width of the served-smile density check, ATM standard deviations. */
 const SERVED_CHECK_STD = 6;
+
+/**
+ * Grid of every density check of a SERVED smile (SABR's served check, Vanna-Volga's calibration and repair): 401
+ * strikes over 6 ATM standard deviations widened to the quoted log-moneyness range of the expiry, so that the wing
+ * junctions (at 4 standard deviations or the quotes) are inside it. Options of smileArbitrage.ts checkSmileDensity.
+ */
+function servedGrid(g: EligibleGroup): { kMin: number; kMax: number; nStd: number } {
+  let kMin = Infinity;
+  let kMax = -Infinity;
+  for (const q of g.quotes) {
+    if (q.k < kMin) kMin = q.k;
+    if (q.k > kMax) kMax = q.k;
+  }
+  return { kMin, kMax, nStd: SERVED_CHECK_STD };
+}
+
+/** Butterfly check of the SERVED SABR smile of a slice (Hagan with its linear wings) on {@link servedGrid}. */
+function servedSabrDensity(params: Record<string, number>, g: EligibleGroup): { ok: boolean; minDensity: number } {
+  const w = sliceTotalVariance('SABR', { T: g.T, forward: g.forward, params });
+  const chk = checkSmileDensity((K) => Math.sqrt(w(Math.log(K / g.forward)) / g.T), g.forward, g.T, servedGrid(g));
+  return { ok: chk.arbitrageFree, minDensity: chk.minDensity };
+}
 
 /** RMSE and max |error| (vol points) of the served smile over the quotes not in `dropped` (input indices). */
 function servedErrors(model: VolatilityModel, params: Record<string, number>, g: EligibleGroup, dropped: readonly number[]): { rmse: number; max: number; used: number } {
@@ -397,11 +405,10 @@ function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt 
     ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
     ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! }, warm: true } : {}),
   });
-  const kMin = Math.min(...g.quotes.map((q) => q.k));
-  const kMax = Math.max(...g.quotes.map((q) => q.k));
+  const { kMin, kMax } = servedGrid(g);
   const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
   const params = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
-  const served = servedDensity('SABR', params, g);
+  const served = servedSabrDensity(params, g);
   const err = servedErrors('SABR', params, g, r.quotesDropped);
   const wingsInside = wings.kWingL > kMin || wings.kWingR < kMax;
   return {
@@ -433,9 +440,8 @@ function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
  *    strikes recomputed and linear wings; lambda = 0 is the flat smile (arbitrage-free); the largest passing lambda.
  */
 function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { params: Required<VannaVolgaParams>; lambda: number; mu: number; minDensity: number } {
-  const kMin = Math.min(...g.quotes.map((q) => q.k));
-  const kMax = Math.max(...g.quotes.map((q) => q.k));
-  const check = (params: Required<VannaVolgaParams>) => checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, { kMin, kMax, nStd: SERVED_CHECK_STD });
+  const grid = servedGrid(g);
+  const check = (params: Required<VannaVolgaParams>) => checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, grid);
   const bisect = <T extends { ok: boolean }>(at: (x: number) => T): { r: T; x: number } => {
     let lo = at(0);
     let loX = 0;
@@ -480,10 +486,10 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { pa
 
 function fitVannaVolga(g: EligibleGroup, st: ModelState): ExpiryAttempt {
   const p = st.previous;
-  // The calibration's own density check runs on the served-smile grid (6 ATM standard deviations and the quoted
-  // range, the grid of servedDensity): the smile it checks is the served one, so its verdict is the served check.
+  // The calibration's own density check runs on the served grid and checks the served smile (wings included):
+  // its verdict is the served check, not repeated here.
   const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T, {
-    densityCheck: { nStd: SERVED_CHECK_STD, kMin: Math.min(...g.quotes.map((q) => q.k)), kMax: Math.max(...g.quotes.map((q) => q.k)) },
+    densityCheck: servedGrid(g),
     ...(p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {}),
   });
   if (r.arbitrageFree) {
