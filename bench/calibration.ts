@@ -21,7 +21,8 @@ import { Market } from '../adapters/simulator/market.js';
 import { Rng } from '../adapters/simulator/rng.js';
 import type { FutureQuote, IndexPrice, OptionQuote } from '../src/domain/events.js';
 import { ChainState, type ChainView } from '../streams/chainState.js';
-import { buildSnapshots, ChainFitter, fitChain, fitExpiry, groupByExpiry, type ModelState } from '../streams/calibrate.js';
+import { buildSnapshots, ChainFitter, fitChain, fitExpiry, groupByExpiry } from '../streams/calibrate.js';
+import type { FitContext } from '../src/quant/models/index.js';
 import { QUICK, median, quantile, timeRuns, type BenchRow } from './lib.js';
 
 const root = new URL('../', import.meta.url).pathname;
@@ -125,7 +126,7 @@ function singleSliceRefit(view: ChainView, runs: number): BenchRow {
   const g = groups[i]!;
   const prev = svi.slices.filter((s) => s.T < g.T).at(-1);
   const own = svi.slices.find((s) => s.expirationTimestamp === g.expirationTimestamp)!;
-  const st: ModelState = { lastServed: prev ? { ...prev.params } : undefined, lastFull: prev ? { ...prev.params } : undefined, lastFullT: prev?.T, previous: { ...own.params } };
+  const st: FitContext = { lastServed: prev ? { ...prev.params } : undefined, lastFull: prev ? { ...prev.params } : undefined, lastFullT: prev?.T, previous: { ...own.params } };
   let flip = 1;
   const bumped = () => {
     flip = -flip;

@@ -2,9 +2,11 @@
  * One recalibration of a (source, pair) chain: per listed expiry an SVI, a SABR and a Vanna-Volga fit to
  * the out-of-the-money mark IVs, the no-arbitrage checks and repairs, each model's surface across expiries in
  * total variance, and the forward curve. Runs in the calibration worker (fitChain / ChainFitter) and builds the
- * immutable cache snapshots on the main thread (buildSnapshots). Deterministic for a given sequence of chain
- * views. Memory per (source, pair) ({@link FitMemory}): the last good slice per expiry (used when a new fit is
- * rejected), the repair/rejection counts, and each expiry's last fit with the inputs it was fitted to.
+ * immutable cache snapshots on the main thread (buildSnapshots). Each model's fit of one expiry is its module's in
+ * src/quant/models (SmileModel.fit, through MODEL_REGISTRY); this file is the pipeline around it. Deterministic for
+ * a given sequence of chain views. Memory per (source, pair) ({@link FitMemory}): the last good slice per expiry
+ * (used when a new fit is rejected), the repair/rejection counts, and each expiry's last fit with the inputs it was
+ * fitted to.
  *
  * Incremental refits (issue 12 item 1): a view that is not `full` (ChainView.full === false) refits only the
  * expiries whose inputs changed since their last fit (forward, or any quote's strike, mark, bid or ask IV; for an
@@ -55,17 +57,10 @@ import {
   buildModelSurface,
   carryForwardParams,
   rawCalendarCheck,
-  sabrWingJunctions,
   sliceTotalVariance,
 } from '../src/cache/modelSurface.js';
-import { calibrateSvi, type SviQuote } from '../src/quant/sviCalibration.js';
-import type { SviParams } from '../src/quant/svi.js';
-import { calibrateSabr } from '../src/quant/sabrCalibration.js';
-import type { SabrParams } from '../src/quant/sabr.js';
-import { calibrateVannaVolga, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../src/quant/vannaVolga.js';
-import { checkSmileDensity } from '../src/quant/smileArbitrage.js';
 import { ForwardCurve } from '../src/quant/forwardCurve.js';
-import { MODEL_REGISTRY } from '../src/quant/models/index.js';
+import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions } from '../src/quant/models/index.js';
 import { deltaStrikes } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';
 import { summarizeParts } from '../src/cache/history.js';
@@ -83,11 +78,8 @@ export const MIN_EXPIRY_SECONDS = 3600;
 const MIN_IV = 0.01;
 const MAX_IV = 5;
 
-/** Options of a chain fit. */
-export interface ChainFitOptions {
-  /** SABR CEV exponent, fixed, in [0, 1] (env SABR_BETA). Default 1. */
-  readonly sabrBeta?: number;
-}
+/** Options of a chain fit: those of a slice fit (SABR's beta). */
+export type ChainFitOptions = SliceFitOptions;
 
 
 
@@ -216,7 +208,7 @@ interface FittedExpiry {
   readonly signature: string;
   /** Identity of the shape prior used ('' when the fit does not depend on one). */
   readonly priorKey: string;
-  readonly attempt: ExpiryAttempt;
+  readonly attempt: SliceFit;
   readonly T: number;
   readonly forward: number;
   /** Observation time of the fit, Unix s. */
@@ -239,292 +231,12 @@ function inputSignature(g: EligibleGroup): string {
   return sig;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Per-model expiry fits
-
-/** One expiry's fit by one model, before the rejection and calendar rules. */
-export interface ExpiryAttempt {
-  readonly params: Record<string, number>;
-  readonly rmseVolPts: number;
-  readonly maxErrorVolPts: number;
-  readonly quotesUsed: number;
-  readonly butterflyFree: boolean;
-  /** A constrained refit was needed (and is what `params` hold). */
-  readonly repaired: boolean;
-  readonly method: string;
-  readonly minDensity: number | null;
-  readonly atmErrorVolPts: number | null;
-  readonly warnings: readonly string[];
-  /** True for a full (not sparse) fit: its shape may serve as the prior of later sparse expiries. */
-  readonly full: boolean;
-  /** RMSE (vol points) of the model's own fit of this expiry before any repair (diagnostics.referenceRmseVolPts). */
-  readonly unconstrainedRmseVolPts?: number;
-}
-
-/** One expiry's input to the model fits: T, forward and the OTM quotes. */
+/** One expiry's input to the model fits (a SliceInput of src/quant/models whose quotes are the served SmileQuotes). */
 export interface EligibleGroup {
   readonly expirationTimestamp: number;
   readonly T: number;
   readonly forward: number;
   readonly quotes: readonly SmileQuote[];
-}
-
-const ARBITRAGE_CHECK: Readonly<Record<VolatilityModel, string>> = {
-  SVI: MODEL_REGISTRY.SVI.arbitrageCheck,
-  SABR: MODEL_REGISTRY.SABR.arbitrageCheck,
-  VANNA_VOLGA: MODEL_REGISTRY.VANNA_VOLGA.arbitrageCheck,
-};
-
-function toQuotes(g: EligibleGroup): SviQuote[] {
-  return g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv }));
-}
-
-function finiteOrNull(x: number | null | undefined): number | null {
-  return typeof x === 'number' && Number.isFinite(x) ? x : null;
-}
-
-/** RMSE and max |error| (vol points) of a smile w(k) against the group's mark IVs. */
-function errorsAgainst(w: (k: number) => number, g: EligibleGroup): { rmse: number; max: number } {
-  let ss = 0;
-  let mx = 0;
-  let n = 0;
-  for (const q of g.quotes) {
-    const v = Math.sqrt(w(q.k) / g.T);
-    const e = 100 * (v - q.markIv);
-    if (!Number.isFinite(e)) continue;
-    ss += e * e;
-    mx = Math.max(mx, Math.abs(e));
-    n++;
-  }
-  return { rmse: n > 0 ? Math.sqrt(ss / n) : 0, max: mx };
-}
-
-/** What the fit of one expiry may use from the shorter expiries already served in this recalibration. */
-export interface ModelState {
-  /** Params of the last served slice (SVI calendar floor). */
-  lastServed: Record<string, number> | undefined;
-  /** Last full fit and its T (prior of sparse expiries). */
-  lastFull: Record<string, number> | undefined;
-  lastFullT: number | undefined;
-  /**
-   * Calendar ceiling from the next longer served expiry where it is quoted and this one is not (fitModel's wing
-   * repair; honoured by SVI, ignored by the other models).
-   */
-  ceiling?: { readonly w: (k: number) => number; readonly kGrid: readonly number[] };
-  /** Identity of `lastFull` (expiry and input signature of the fit it came from): what a prior-dependent fit depends on. */
-  lastFullKey?: string;
-  /**
-   * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
-   * starts its outer search from them alone, SABR its Levenberg-Marquardt, Vanna-Volga its pillar least squares.
-   */
-  previous?: Record<string, number>;
-}
-
-/**
- * SVI fit of one expiry: the unweighted least-squares raw-SVI fit to the OTM mark IVs (calibrateSvi with
- * uniform weights, no robust loss), which is what test/calibration/referenceGap.test.ts measures against an
- * independent Zeliade (2009) fit. No calendar floor: calendar arbitrage against the shorter expiry is repaired
- * afterwards by the served envelope max(w_i, W_{i-1}) (fitModel), which changes the slice only where it binds,
- * instead of refitting the whole slice under a penalty (that cost 1 to 3 vol points on the long expiries of
- * real chains). Butterfly arbitrage is still repaired inside calibrateSvi (penalty rounds, only when g < 0).
- */
-function fitSvi(g: EligibleGroup, st: ModelState): ExpiryAttempt {
-  const r = calibrateSvi(toQuotes(g), g.T, {
-    weighting: 'uniform',
-    robust: false,
-    ...(st.lastFull ? { prior: st.lastFull as unknown as SviParams } : {}),
-    ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
-    ...(st.previous ? { previous: st.previous as unknown as SviParams, warm: true } : {}),
-  });
-  return {
-    params: { ...r.params },
-    rmseVolPts: r.rmseVolPts,
-    maxErrorVolPts: r.maxErrorVolPts,
-    quotesUsed: r.quotesUsed,
-    butterflyFree: r.butterflyFree,
-    repaired: /penalty/.test(r.method) && r.butterflyFree,
-    method: r.method,
-    minDensity: finiteOrNull(r.minG),
-    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
-    warnings: r.warnings,
-    full: r.mode === 'svi-5p',
-    unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
-  };
-}
-
-/** Half-width of the served-smile density check, ATM standard deviations. */
-const SERVED_CHECK_STD = 6;
-
-/**
- * Grid of every density check of a SERVED smile (SABR's served check, Vanna-Volga's calibration and repair): 401
- * strikes over 6 ATM standard deviations widened to the quoted log-moneyness range of the expiry, so that the wing
- * junctions (at 4 standard deviations or the quotes) are inside it. Options of smileArbitrage.ts checkSmileDensity.
- */
-function servedGrid(g: EligibleGroup): { kMin: number; kMax: number; nStd: number } {
-  let kMin = Infinity;
-  let kMax = -Infinity;
-  for (const q of g.quotes) {
-    if (q.k < kMin) kMin = q.k;
-    if (q.k > kMax) kMax = q.k;
-  }
-  return { kMin, kMax, nStd: SERVED_CHECK_STD };
-}
-
-/** Butterfly check of the SERVED SABR smile of a slice (Hagan with its linear wings) on {@link servedGrid}. */
-function servedSabrDensity(params: Record<string, number>, g: EligibleGroup): { ok: boolean; minDensity: number } {
-  const w = sliceTotalVariance('SABR', { T: g.T, forward: g.forward, params });
-  const chk = checkSmileDensity((K) => Math.sqrt(w(Math.log(K / g.forward)) / g.T), g.forward, g.T, servedGrid(g));
-  return { ok: chk.arbitrageFree, minDensity: chk.minDensity };
-}
-
-/** RMSE and max |error| (vol points) of the served smile over the quotes not in `dropped` (input indices). */
-function servedErrors(model: VolatilityModel, params: Record<string, number>, g: EligibleGroup, dropped: readonly number[]): { rmse: number; max: number; used: number } {
-  const w = sliceTotalVariance(model, { T: g.T, forward: g.forward, params });
-  const skip = new Set(dropped);
-  let ss = 0;
-  let mx = 0;
-  let n = 0;
-  g.quotes.forEach((q, i) => {
-    if (skip.has(i)) return;
-    const e = 100 * (Math.sqrt(w(q.k) / g.T) - q.markIv);
-    if (!Number.isFinite(e)) return;
-    ss += e * e;
-    mx = Math.max(mx, Math.abs(e));
-    n++;
-  });
-  return { rmse: n > 0 ? Math.sqrt(ss / n) : 0, max: mx, used: n };
-}
-
-function fitSabr(g: EligibleGroup, st: ModelState, beta: number): ExpiryAttempt {
-  // Unweighted, untrimmed: the served SABR is the least-squares Hagan fit to the marks (the reference of
-  // test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
-  const r = calibrateSabr(toQuotes(g), g.forward, g.T, {
-    beta,
-    weighting: 'uniform',
-    maxOutlierFraction: 0,
-    ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
-    ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! }, warm: true } : {}),
-  });
-  const { kMin, kMax } = servedGrid(g);
-  const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
-  const params = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
-  const served = servedSabrDensity(params, g);
-  const err = servedErrors('SABR', params, g, r.quotesDropped);
-  const wingsInside = wings.kWingL > kMin || wings.kWingR < kMax;
-  return {
-    params,
-    rmseVolPts: err.rmse,
-    maxErrorVolPts: err.max,
-    quotesUsed: r.quotesUsed,
-    butterflyFree: r.arbitrageFree && served.ok,
-    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree && served.ok,
-    method: `${r.method}; linear total-variance wings beyond k = ${wings.kWingL.toFixed(4)} and ${wings.kWingR.toFixed(4)}${wingsInside ? ' (inside the quoted range: Lee bound)' : ''}`,
-    minDensity: finiteOrNull(Math.min(r.minDensity, served.minDensity)),
-    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
-    warnings: served.ok ? r.warnings : [...r.warnings, `butterfly arbitrage in the served smile (wings): min density ${served.minDensity.toExponential(3)}`],
-    full: r.mode === 'sabr-3p',
-    unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
-  };
-}
-
-/** Numeric VV parameters (the order is always 'second'). */
-function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
-  return { K25P: p.K25P, Katm: p.Katm, K25C: p.K25C, vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C, K10P: p.K10P, K10C: p.K10C, wingCurvL: p.wingCurvL, wingCurvR: p.wingCurvR };
-}
-
-/**
- * Vanna-Volga butterfly repair, smallest change first:
- * 1. the wing curvatures alone scaled by mu in [0, 1] (pillars untouched; mu = 0: the C1 linear wings), the largest
- *    mu that passes the density check (bisection, 12 steps), when the linear-wing smile passes;
- * 2. otherwise the 25-delta vols moved towards the ATM vol, vol = volAtm + lambda (vol - volAtm), with the wing
- *    strikes recomputed and linear wings; lambda = 0 is the flat smile (arbitrage-free); the largest passing lambda.
- */
-function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: EligibleGroup): { params: Required<VannaVolgaParams>; lambda: number; mu: number; minDensity: number } {
-  const grid = servedGrid(g);
-  const check = (params: Required<VannaVolgaParams>) => checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, grid);
-  const bisect = <T extends { ok: boolean }>(at: (x: number) => T): { r: T; x: number } => {
-    let lo = at(0);
-    let loX = 0;
-    let hiX = 1;
-    for (let i = 0; i < 12; i++) {
-      const mid = 0.5 * (loX + hiX);
-      const r = at(mid);
-      if (r.ok) {
-        lo = r;
-        loX = mid;
-      } else hiX = mid;
-    }
-    return { r: lo, x: loX };
-  };
-  const curv = (mu: number) => {
-    const params: Required<VannaVolgaParams> = { ...p, wingCurvL: mu * p.wingCurvL, wingCurvR: mu * p.wingCurvR };
-    const chk = check(params);
-    return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
-  };
-  if (curv(0).ok) {
-    const { r, x } = bisect(curv);
-    return { params: r.params, lambda: 1, mu: x, minDensity: r.minDensity };
-  }
-  const pillars = (lambda: number) => {
-    const base: VannaVolgaParams = {
-      K25P: p.K25P,
-      Katm: p.Katm,
-      K25C: p.K25C,
-      volAtm: p.volAtm,
-      vol25P: p.volAtm + lambda * (p.vol25P - p.volAtm),
-      vol25C: p.volAtm + lambda * (p.vol25C - p.volAtm),
-      order: 'second',
-    };
-    const wings = vannaVolgaWingStrikes(base, g.forward, g.T);
-    const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C, wingCurvL: 0, wingCurvR: 0 };
-    const chk = check(params);
-    return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
-  };
-  const { r, x } = bisect(pillars);
-  return { params: r.params, lambda: x, mu: 0, minDensity: r.minDensity };
-}
-
-function fitVannaVolga(g: EligibleGroup, st: ModelState): ExpiryAttempt {
-  const p = st.previous;
-  // The calibration's own density check runs on the served grid and checks the served smile (wings included):
-  // its verdict is the served check, not repeated here.
-  const r = calibrateVannaVolga(toQuotes(g), g.forward, g.T, {
-    densityCheck: servedGrid(g),
-    ...(p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {}),
-  });
-  if (r.arbitrageFree) {
-    return {
-      params: vvParamsRecord(r.params),
-      rmseVolPts: r.rmseVolPts,
-      maxErrorVolPts: r.maxErrorVolPts,
-      quotesUsed: r.quotesUsed,
-      butterflyFree: true,
-      repaired: false,
-      method: r.method,
-      minDensity: finiteOrNull(r.minDensity),
-      atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
-      warnings: r.warnings,
-      full: true,
-      unconstrainedRmseVolPts: r.rmseAllVolPts,
-    };
-  }
-  const s = shrinkVannaVolga(r.params, g);
-  const params = vvParamsRecord(s.params);
-  const err = errorsAgainst(sliceTotalVariance('VANNA_VOLGA', { T: g.T, forward: g.forward, params }), g);
-  return {
-    params,
-    rmseVolPts: err.rmse,
-    maxErrorVolPts: err.max,
-    quotesUsed: g.quotes.length,
-    butterflyFree: true,
-    repaired: true,
-    method: `${r.method}; butterfly repair: ${s.lambda === 1 ? `wing curvatures scaled by mu = ${s.mu.toFixed(4)}` : `linear wings, 25-delta pillar vols shrunk towards ATM by lambda = ${s.lambda.toFixed(4)}`}`,
-    minDensity: finiteOrNull(s.minDensity),
-    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
-    warnings: r.warnings.filter((w) => !w.startsWith('butterfly arbitrage')),
-    full: true,
-    unconstrainedRmseVolPts: r.rmseAllVolPts,
-  };
 }
 
 /**
@@ -552,16 +264,15 @@ function within10Delta(surface: VolSurface, s: Pick<ExpirySlice, 'T' | 'forward'
 type DraftSlice = Omit<ExpirySlice, 'fit'> & { fit: { -readonly [K in keyof FitDiagnostics]: FitDiagnostics[K] } };
 
 /** Fits one expiry with one model (the default is {@link fitExpiry}; tests inject others). */
-export type ExpiryFitter = (model: VolatilityModel, g: EligibleGroup, st: ModelState, options: ChainFitOptions) => ExpiryAttempt;
+export type ExpiryFitter = (model: VolatilityModel, g: EligibleGroup, st: FitContext, options: ChainFitOptions) => SliceFit;
 
 /**
- * The model's calibration of one expiry: SVI (calibrateSvi with the prior and the calendar floor), SABR
- * (calibrateSabr with beta and the prior) or Vanna-Volga (calibrateVannaVolga, pillar shrinkage when its
- * density check fails).
+ * The model's calibration of one expiry, through the registry (src/quant/models: SVI, SABR, Vanna-Volga each fit a
+ * slice behind SmileModel.fit).
  * @throws whatever the calibration throws (no valid quote); fitModel turns it into a rejection
  */
-export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: ModelState, options: ChainFitOptions): ExpiryAttempt {
-  return model === 'SVI' ? fitSvi(g, st) : model === 'SABR' ? fitSabr(g, st, options.sabrBeta ?? 1) : fitVannaVolga(g, st);
+export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: FitContext, options: ChainFitOptions): SliceFit {
+  return MODEL_REGISTRY[model].fit(g, st, options);
 }
 
 /**
@@ -576,8 +287,6 @@ export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: ModelSta
  */
 export const REUSE_MAX_T_CHANGE: Readonly<Record<VolatilityModel, number>> = { SVI: 1e-3, SABR: 5e-4, VANNA_VOLGA: 1e-5 };
 
-/** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
-const SVI_MIN_QUOTES_FULL = 7;
 
 /** Expiries with at most this many quotes are sparse: shape from the neighbouring expiries, level from the quotes. */
 export const SPARSE_MAX_QUOTES = 4;
@@ -711,7 +420,7 @@ export function fitModel(
   const t0 = performance.now();
   const counts = memory.counts.get(model)!;
   const lastGood = memory.lastGood.get(model)!;
-  const st: ModelState = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+  const st: FitContext = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
   const byExpiry = new Map<number, DraftSlice>();
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
   const reference = new Map<number, number | null>();
@@ -720,9 +429,9 @@ export function fitModel(
    * Serve an attempt, or apply the rejection rule; returns the served draft slice (or null: left out). `reusedFrom`:
    * the attempt is an earlier fit carried to this observation (no fit ran), fitted at that time.
    */
-  const settle = (g: EligibleGroup, run: () => ExpiryAttempt, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null => {
+  const settle = (g: EligibleGroup, run: () => SliceFit, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null => {
     const ts = performance.now();
-    let attempt: ExpiryAttempt | null = null;
+    let attempt: SliceFit | null = null;
     let failure: string | null = null;
     try {
       attempt = run();
@@ -748,7 +457,7 @@ export function fitModel(
           constrainedRefit: attempt.repaired,
           calendarFree: true,
           calendarRepaired: false,
-          arbitrageCheck: ARBITRAGE_CHECK[model],
+          arbitrageCheck: MODEL_REGISTRY[model].arbitrageCheck,
           minDensity: attempt.minDensity,
           fittedAt: reusedFrom ?? obs,
           atmErrorVolPts: attempt.atmErrorVolPts,
@@ -799,18 +508,18 @@ export function fitModel(
   for (const g of groups) {
     if (g.quotes.length <= SPARSE_MAX_QUOTES) continue;
     const signature = inputSignature(g);
-    // an SVI slice of fewer than 7 quotes borrows its shape from the last full fit (calibrateSvi sparse modes)
-    const priorKey = model === 'SVI' && g.quotes.length < SVI_MIN_QUOTES_FULL ? (st.lastFullKey ?? 'none') : '';
+    // a slice fitted in a sparse mode of its model (SVI under 7 quotes) borrows its shape from the last full fit
+    const priorKey = MODEL_REGISTRY[model].borrowsShape(g) ? (st.lastFullKey ?? 'none') : '';
     const prev = memory.incremental ? fitted.get(g.expirationTimestamp) : undefined;
     let slice: DraftSlice | null;
     if (prev && prev.signature === signature && prev.priorKey === priorKey && Math.abs(g.T / prev.T - 1) <= REUSE_MAX_T_CHANGE[model]) {
       pass.reused++;
-      const carried: ExpiryAttempt = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
+      const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(g, () => carried, null, prev.fittedAt);
     } else {
       pass.refitted++;
       if (prev) pass.warm++;
-      const stFit: ModelState = prev ? { ...st, previous: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
+      const stFit: FitContext = prev ? { ...st, previous: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
       slice = settle(
         g,
         () => {
@@ -852,7 +561,7 @@ export function fitModel(
       for (let r = 0; r < 5; r++) for (const q of g.quotes) synthetic.push(q);
       synthetic.sort((a, b) => a.k - b.k);
       const how = `${target.how}; level lambda = ${target.lambda.toFixed(4)} and tilt mu = ${target.mu.toExponential(3)} (w = lambda w_shape + mu k) from the quotes`;
-      const empty: ModelState = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+      const empty: FitContext = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
       slice = settle(g, () => fit(model, { ...g, quotes: synthetic }, empty, options), how);
     } else {
       slice = settle(g, () => fit(model, g, st, options), 'no neighbouring expiry to take a shape from: the model\'s own sparse mode (default shape)');
@@ -886,7 +595,7 @@ export function fitModel(
       if (yields || k < lo || k > hi) grid.push(k);
     }
     if (!grid.some((k) => wOwn(k) > wNext(k))) continue;
-    let refit: ExpiryAttempt | null = null;
+    let refit: SliceFit | null = null;
     try {
       // incremental: warm from the slice's own fit (its quoted part barely moves under the ceiling)
       refit = fit(model, g, { ...st, ceiling: { w: wNext, kGrid: grid }, ...(memory.incremental ? { previous: s.params } : {}) }, options);

@@ -2,8 +2,10 @@
  * The model registry (src/quant/models): every model round-trips its stored parameters, carries a slice forward
  * keeping its implied vol at each log-moneyness (the rule of issue 4), rejects invalid parameters with a RangeError,
  * and its served smile equals the underlying formula (SVI closed form, Hagan's SABR inside the junctions,
- * vannaVolgaSmile).
+ * vannaVolgaSmile). Each model also fits a slice behind the same interface (SmileModel.fit), and the pipeline in
+ * streams/ never branches on a model's name (adding a model is one module plus its tests).
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { MODEL_REGISTRY } from '../../src/quant/models/index.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
@@ -61,5 +63,55 @@ describe('model registry', () => {
     const wv = vv.totalVariance(vv.fromRecord(records.VANNA_VOLGA, T, F), T, F);
     const smile = vannaVolgaSmile({ ...records.VANNA_VOLGA, order: 'second' }, F, T);
     for (const K of [70, 95, 100, 112, 140]) expect(Math.sqrt(wv(Math.log(K / F)) / T)).toBeCloseTo(smile(K), 12);
+  });
+
+  // A smile outside every served family: IV quadratic in k with a put-side skew, 21 quotes over +-2.5 ATM std devs.
+  const fitT = 30 / 365;
+  const fitF = 50_000;
+  const marketIv = (k: number): number => 0.6 - 0.25 * k + 0.9 * k * k;
+  const slice = {
+    expirationTimestamp: 1_800_000_000,
+    T: fitT,
+    forward: fitF,
+    quotes: Array.from({ length: 21 }, (_, i) => {
+      const k = (-2.5 + (5 * i) / 20) * 0.6 * Math.sqrt(fitT);
+      return { strike: fitF * Math.exp(k), k, markIv: marketIv(k), bidIv: marketIv(k) - 0.01, askIv: marketIv(k) + 0.01 };
+    }),
+  };
+
+  for (const name of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+    it(`${name}: fits a slice through the registry; the stored parameters give the served smile whose errors it reports`, () => {
+      const m = MODEL_REGISTRY[name];
+      const ctx = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+      const fit = m.fit(slice, ctx, {});
+      expect(fit.butterflyFree).toBe(true);
+      expect(fit.full).toBe(true);
+      // the served smile of the stored parameters, errors recomputed here against the marks
+      const w = m.totalVariance(m.fromRecord(fit.params, fitT, fitF), fitT, fitF);
+      const errs = slice.quotes.map((q) => 100 * (Math.sqrt(w(q.k) / fitT) - q.markIv));
+      const rmse = Math.sqrt(errs.reduce((a, e) => a + e * e, 0) / errs.length);
+      expect(fit.rmseVolPts).toBeCloseTo(rmse, 6);
+      expect(fit.maxErrorVolPts).toBeCloseTo(Math.max(...errs.map(Math.abs)), 6);
+      // a smooth smile is fitted to within a vol point by every model
+      expect(rmse).toBeLessThan(1);
+      // warm from its own parameters: the same fit (within 0.01 vp at every quote)
+      const warm = m.fit(slice, { ...ctx, previous: fit.params }, {});
+      const ww = m.totalVariance(m.fromRecord(warm.params, fitT, fitF), fitT, fitF);
+      for (const q of slice.quotes) expect(Math.abs(100 * (Math.sqrt(ww(q.k) / fitT) - Math.sqrt(w(q.k) / fitT)))).toBeLessThan(0.01);
+      // only SVI has a sparse mode that borrows a shape (fewer than 7 quotes)
+      const few = { ...slice, quotes: slice.quotes.filter((_, i) => i % 4 === 0) };
+      expect(few.quotes.length).toBe(6);
+      expect(m.borrowsShape(few)).toBe(name === 'SVI');
+      expect(m.borrowsShape(slice)).toBe(false);
+    });
+  }
+
+  it('the pipeline (streams/) never branches on a model name: every per-model rule comes from the registry', () => {
+    const dir = new URL('../../streams/', import.meta.url);
+    const literal = /(===|!==|case)\s*'(SVI|SABR|VANNA_VOLGA)'|'(SVI|SABR|VANNA_VOLGA)'\s*(===|!==|\?)/;
+    for (const f of readdirSync(dir).filter((x) => x.endsWith('.ts'))) {
+      const lines = readFileSync(new URL(f, dir), 'utf8').split('\n');
+      lines.forEach((line, i) => expect(literal.test(line), `streams/${f}:${i + 1}: ${line.trim()}`).toBe(false));
+    }
   });
 });

@@ -8,7 +8,7 @@ import { sviModel } from './svi.js';
 import type { ModelName, SmileModel } from './types.js';
 import { vannaVolgaModel } from './vannaVolga.js';
 
-export type { ModelName, SmileModel } from './types.js';
+export type { FitContext, ModelName, SliceFit, SliceFitOptions, SliceInput, SliceQuote, SmileModel } from './types.js';
 
 /** Every served model by name. */
 export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<any> } = {

@@ -8,8 +8,11 @@
  * documents: recomputed by {@link sabrWingJunctions}).
  */
 import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '../sabr.js';
+import { calibrateSabr } from '../sabrCalibration.js';
+import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
-import { need, type SmileModel } from './types.js';
+import { finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
 export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
@@ -98,4 +101,70 @@ export const sabrModel: SmileModel<SabrServedParams> = {
   arbitrageCheck:
     'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range (Hagan smile), and over 6 and the quoted range (served smile with its wings)',
   wingRule: 'linear total variance beyond kWingL/kWingR with the C1 slope clamped to [0, 1.8] (Lee)',
+  fit: (g, ctx, options) => fitSabrSlice(g, ctx, options.sabrBeta ?? 1),
+  borrowsShape: () => false,
 };
+
+/** Butterfly check of the SERVED SABR smile of a slice (Hagan with its linear wings) on {@link servedGrid}. */
+function servedSabrDensity(params: Record<string, number>, g: SliceInput): { ok: boolean; minDensity: number } {
+  const w = sabrModel.totalVariance(sabrModel.fromRecord(params, g.T, g.forward), g.T, g.forward);
+  const chk = checkSmileDensity((K) => Math.sqrt(w(Math.log(K / g.forward)) / g.T), g.forward, g.T, servedGrid(g));
+  return { ok: chk.arbitrageFree, minDensity: chk.minDensity };
+}
+
+/** RMSE and max |error| (vol points) of the served SABR smile over the quotes not in `dropped` (input indices). */
+function servedErrors(params: Record<string, number>, g: SliceInput, dropped: readonly number[]): { rmse: number; max: number; used: number } {
+  const w = sabrModel.totalVariance(sabrModel.fromRecord(params, g.T, g.forward), g.T, g.forward);
+  const skip = new Set(dropped);
+  let ss = 0;
+  let mx = 0;
+  let n = 0;
+  g.quotes.forEach((q, i) => {
+    if (skip.has(i)) return;
+    const e = 100 * (Math.sqrt(w(q.k) / g.T) - q.markIv);
+    if (!Number.isFinite(e)) return;
+    ss += e * e;
+    mx = Math.max(mx, Math.abs(e));
+    n++;
+  });
+  return { rmse: n > 0 ? Math.sqrt(ss / n) : 0, max: mx, used: n };
+}
+
+/**
+ * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `beta`): the unweighted, untrimmed least-squares fit
+ * of calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`), then the wing junctions
+ * ({@link sabrWingJunctions}) and the butterfly check of the SERVED smile (Hagan with its linear wings) on
+ * servedGrid; the slice is butterfly-free only when both the calibration's and the served check pass.
+ * @throws RangeError from calibrateSabr (F, T not finite > 0; no valid quote)
+ */
+export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): SliceFit {
+  // Unweighted, untrimmed: the served SABR is the least-squares Hagan fit to the marks (the reference of
+  // test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
+  const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
+    beta,
+    weighting: 'uniform',
+    maxOutlierFraction: 0,
+    ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
+    ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! }, warm: true } : {}),
+  });
+  const { kMin, kMax } = servedGrid(g);
+  const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
+  const params = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
+  const served = servedSabrDensity(params, g);
+  const err = servedErrors(params, g, r.quotesDropped);
+  const wingsInside = wings.kWingL > kMin || wings.kWingR < kMax;
+  return {
+    params,
+    rmseVolPts: err.rmse,
+    maxErrorVolPts: err.max,
+    quotesUsed: r.quotesUsed,
+    butterflyFree: r.arbitrageFree && served.ok,
+    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree && served.ok,
+    method: `${r.method}; linear total-variance wings beyond k = ${wings.kWingL.toFixed(4)} and ${wings.kWingR.toFixed(4)}${wingsInside ? ' (inside the quoted range: Lee bound)' : ''}`,
+    minDensity: finiteOrNull(Math.min(r.minDensity, served.minDensity)),
+    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+    warnings: served.ok ? r.warnings : [...r.warnings, `butterfly arbitrage in the served smile (wings): min density ${served.minDensity.toExponential(3)}`],
+    full: r.mode === 'sabr-3p',
+    unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
+  };
+}

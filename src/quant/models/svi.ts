@@ -5,7 +5,47 @@
  * b (1 -+ rho) kept within Lee's bound 2 by the calibration.
  */
 import { sviFirstDerivative, sviTotalVariance, type SviParams } from '../svi.js';
-import { need, type SmileModel } from './types.js';
+import { calibrateSvi } from '../sviCalibration.js';
+import { finiteOrNull, toCalibrationQuotes } from './fitKit.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+
+/** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
+export const SVI_MIN_QUOTES_FULL = 7;
+
+/**
+ * SVI fit of one expiry: the unweighted least-squares raw-SVI fit to the OTM mark IVs (calibrateSvi with
+ * uniform weights, no robust loss), which is what test/calibration/referenceGap.test.ts measures against an
+ * independent Zeliade (2009) fit. No calendar floor: calendar arbitrage against the shorter expiry is repaired
+ * afterwards by the served envelope max(w_i, W_{i-1}) (streams/calibrate.ts fitModel), which changes the slice only
+ * where it binds, instead of refitting the whole slice under a penalty (that cost 1 to 3 vol points on the long
+ * expiries of real chains). Butterfly arbitrage is still repaired inside calibrateSvi (penalty rounds, only when
+ * g < 0). Sparse modes (fewer than {@link SVI_MIN_QUOTES_FULL} quotes) borrow `st.lastFull`'s shape; `st.ceiling`
+ * is the pipeline's calendar ceiling; `st.previous` a warm start.
+ * @throws RangeError from calibrateSvi (T not finite > 0; no valid quote)
+ */
+export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
+  const r = calibrateSvi(toCalibrationQuotes(g), g.T, {
+    weighting: 'uniform',
+    robust: false,
+    ...(st.lastFull ? { prior: st.lastFull as unknown as SviParams } : {}),
+    ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
+    ...(st.previous ? { previous: st.previous as unknown as SviParams, warm: true } : {}),
+  });
+  return {
+    params: { ...r.params },
+    rmseVolPts: r.rmseVolPts,
+    maxErrorVolPts: r.maxErrorVolPts,
+    quotesUsed: r.quotesUsed,
+    butterflyFree: r.butterflyFree,
+    repaired: /penalty/.test(r.method) && r.butterflyFree,
+    method: r.method,
+    minDensity: finiteOrNull(r.minG),
+    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+    warnings: r.warnings,
+    full: r.mode === 'svi-5p',
+    unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
+  };
+}
 
 export const sviModel: SmileModel<SviParams> = {
   name: 'SVI',
@@ -22,4 +62,6 @@ export const sviModel: SmileModel<SviParams> = {
   carryForward: (p, oldT, newT) => (oldT > 0 && newT > 0 ? { ...p, a: (p.a * newT) / oldT, b: (p.b * newT) / oldT } : { ...p }),
   arbitrageCheck: 'Gatheral-Jacquier g(k) >= 0 and Lee bound on the SVI check grid',
   wingRule: 'raw SVI asymptotes: linear in k with slopes b (1 -+ rho), within Lee\'s bound 2',
+  fit: (g, ctx) => fitSviSlice(g, ctx),
+  borrowsShape: (g) => g.quotes.length < SVI_MIN_QUOTES_FULL,
 };

@@ -3,14 +3,78 @@
  * parameters become a smile in total implied variance, how they are stored (numbers only: snapshots, Kafka
  * documents), how a slice is carried to a later observation when its new fit is rejected, which arbitrage check
  * and which wing rule apply. Each model is one module in this folder (svi.ts, sabr.ts, vannaVolga.ts) registered in
- * index.ts; adding a model is one file plus its tests. The per-expiry FIT itself still runs in streams/calibrate.ts
- * (fitExpiry, the calibration worker's entry point), dispatching on the same names.
+ * index.ts; adding a model is one file plus its tests. Each module also FITS one expiry ({@link SmileModel.fit}): the
+ * calibration worker's pipeline (streams/calibrate.ts) calls it through the registry and never branches on the name.
  *
  * Units: k = ln(K/F) against the expiry's forward F; T in years ACT/365; w(k) = sigma(k)^2 T.
  */
 
 /** The served models, as the API names them (`volatilityModel`). */
 export type ModelName = 'SVI' | 'SABR' | 'VANNA_VOLGA';
+
+/** One out-of-the-money quote of an expiry as the fits see it; IVs as fractions, k = ln(K/F). */
+export interface SliceQuote {
+  readonly strike: number;
+  readonly k: number;
+  readonly markIv: number;
+  /** Bid/ask IVs when known (diagnostics; the served fits are unweighted). */
+  readonly bidIv: number | null;
+  readonly askIv: number | null;
+}
+
+/** One expiry's input to a model fit: expiry (Unix s), T (years ACT/365), the expiry's forward and its OTM quotes. */
+export interface SliceInput {
+  readonly expirationTimestamp: number;
+  readonly T: number;
+  readonly forward: number;
+  readonly quotes: readonly SliceQuote[];
+}
+
+/** One expiry's fit by one model, before the pipeline's rejection and calendar rules. Vols in vol points where named so. */
+export interface SliceFit {
+  readonly params: Record<string, number>;
+  readonly rmseVolPts: number;
+  readonly maxErrorVolPts: number;
+  readonly quotesUsed: number;
+  readonly butterflyFree: boolean;
+  /** A constrained refit was needed (and is what `params` hold). */
+  readonly repaired: boolean;
+  readonly method: string;
+  readonly minDensity: number | null;
+  readonly atmErrorVolPts: number | null;
+  readonly warnings: readonly string[];
+  /** True for a full (not sparse) fit: its shape may serve as the prior of later sparse expiries. */
+  readonly full: boolean;
+  /** RMSE (vol points) of the model's own fit of this expiry before any repair (diagnostics.referenceRmseVolPts). */
+  readonly unconstrainedRmseVolPts?: number;
+}
+
+/** What the fit of one expiry may use from the shorter expiries already served in this recalibration. */
+export interface FitContext {
+  /** Params of the last served slice (SVI calendar floor). */
+  lastServed: Record<string, number> | undefined;
+  /** Last full fit and its T (prior of sparse expiries). */
+  lastFull: Record<string, number> | undefined;
+  lastFullT: number | undefined;
+  /**
+   * Calendar ceiling from the next longer served expiry where it is quoted and this one is not (the pipeline's wing
+   * repair, streams/calibrate.ts fitModel; honoured by SVI, ignored by the other models).
+   */
+  ceiling?: { readonly w: (k: number) => number; readonly kGrid: readonly number[] };
+  /** Identity of `lastFull` (expiry and input signature of the fit it came from): what a prior-dependent fit depends on. */
+  lastFullKey?: string;
+  /**
+   * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
+   * starts its outer search from them alone, SABR its Levenberg-Marquardt, Vanna-Volga its pillar least squares.
+   */
+  previous?: Record<string, number>;
+}
+
+/** Options of a slice fit. */
+export interface SliceFitOptions {
+  /** SABR CEV exponent, fixed, in [0, 1] (env SABR_BETA). Default 1. */
+  readonly sabrBeta?: number;
+}
 
 /** A volatility model: typed parameters `P`, their stored form, the served smile and the rules around it. */
 export interface SmileModel<P> {
@@ -36,6 +100,17 @@ export interface SmileModel<P> {
   readonly arbitrageCheck: string;
   /** The wing rule beyond the quoted/core range, as documented. */
   readonly wingRule: string;
+  /**
+   * The model's calibration of one expiry, served smile and its butterfly check included (the stored form in
+   * `params`).
+   * @throws whatever the calibration throws (no valid quote); the pipeline turns it into a rejection
+   */
+  fit(g: SliceInput, ctx: FitContext, options: SliceFitOptions): SliceFit;
+  /**
+   * True when the fit of `g` borrows its shape from `ctx.lastFull` (a sparse mode of the model): an incremental
+   * pass then refits it whenever that prior changes.
+   */
+  borrowsShape(g: SliceInput): boolean;
 }
 
 /** Reads a finite number named `name` from a stored record. @throws RangeError when missing or not finite */

@@ -5,8 +5,10 @@
  * calibrateVannaVolga. Stored: K25P, Katm, K25C, vol25P, volAtm, vol25C, K10P, K10C, wingCurvL, wingCurvR (the
  * curvatures optional in older documents: linear wings).
  */
-import { vannaVolgaParamViolations, vannaVolgaSmile, type VannaVolgaParams } from '../vannaVolga.js';
-import { need, type SmileModel } from './types.js';
+import { checkSmileDensity } from '../smileArbitrage.js';
+import { calibrateVannaVolga, vannaVolgaParamViolations, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../vannaVolga.js';
+import { errorsAgainst, finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Served Vanna-Volga parameters (second order; wing strikes and curvatures included). */
 export interface VannaVolgaServedParams {
@@ -63,4 +65,112 @@ export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
   arbitrageCheck:
     'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range, and over 6 and the quoted range (served smile with its wings)',
   wingRule: 'beyond K10P/K10C: C1 total-variance wings with slope clamped to [0, 1.8] plus a fitted curvature c (sqrt((k - k_b)^2 + d^2) - d), |slope| + c <= 1.8',
+  fit: (g, ctx) => fitVannaVolgaSlice(g, ctx),
+  borrowsShape: () => false,
 };
+
+/** Numeric VV parameters (the order is always 'second'). */
+function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
+  return { K25P: p.K25P, Katm: p.Katm, K25C: p.K25C, vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C, K10P: p.K10P, K10C: p.K10C, wingCurvL: p.wingCurvL, wingCurvR: p.wingCurvR };
+}
+
+/**
+ * Vanna-Volga butterfly repair, smallest change first:
+ * 1. the wing curvatures alone scaled by mu in [0, 1] (pillars untouched; mu = 0: the C1 linear wings), the largest
+ *    mu that passes the density check (bisection, 12 steps), when the linear-wing smile passes;
+ * 2. otherwise the 25-delta vols moved towards the ATM vol, vol = volAtm + lambda (vol - volAtm), with the wing
+ *    strikes recomputed and linear wings; lambda = 0 is the flat smile (arbitrage-free); the largest passing lambda.
+ */
+function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: SliceInput): { params: Required<VannaVolgaParams>; lambda: number; mu: number; minDensity: number } {
+  const grid = servedGrid(g);
+  const check = (params: Required<VannaVolgaParams>) => checkSmileDensity(vannaVolgaSmile(params, g.forward, g.T), g.forward, g.T, grid);
+  const bisect = <T extends { ok: boolean }>(at: (x: number) => T): { r: T; x: number } => {
+    let lo = at(0);
+    let loX = 0;
+    let hiX = 1;
+    for (let i = 0; i < 12; i++) {
+      const mid = 0.5 * (loX + hiX);
+      const r = at(mid);
+      if (r.ok) {
+        lo = r;
+        loX = mid;
+      } else hiX = mid;
+    }
+    return { r: lo, x: loX };
+  };
+  const curv = (mu: number) => {
+    const params: Required<VannaVolgaParams> = { ...p, wingCurvL: mu * p.wingCurvL, wingCurvR: mu * p.wingCurvR };
+    const chk = check(params);
+    return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
+  };
+  if (curv(0).ok) {
+    const { r, x } = bisect(curv);
+    return { params: r.params, lambda: 1, mu: x, minDensity: r.minDensity };
+  }
+  const pillars = (lambda: number) => {
+    const base: VannaVolgaParams = {
+      K25P: p.K25P,
+      Katm: p.Katm,
+      K25C: p.K25C,
+      volAtm: p.volAtm,
+      vol25P: p.volAtm + lambda * (p.vol25P - p.volAtm),
+      vol25C: p.volAtm + lambda * (p.vol25C - p.volAtm),
+      order: 'second',
+    };
+    const wings = vannaVolgaWingStrikes(base, g.forward, g.T);
+    const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C, wingCurvL: 0, wingCurvR: 0 };
+    const chk = check(params);
+    return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
+  };
+  const { r, x } = bisect(pillars);
+  return { params: r.params, lambda: x, mu: 0, minDensity: r.minDensity };
+}
+
+/**
+ * Vanna-Volga fit of one expiry: calibrateVannaVolga (Castagna-Mercurio 2007 pillars by least squares, warm from
+ * `st.previous`'s pillar vols, its density check on servedGrid, i.e. of the served smile wings included); when that
+ * check fails, the smallest repair of {@link shrinkVannaVolga}.
+ * @throws RangeError from calibrateVannaVolga (F, T not finite > 0; no valid quote)
+ */
+export function fitVannaVolgaSlice(g: SliceInput, st: FitContext): SliceFit {
+  const p = st.previous;
+  // The calibration's own density check runs on the served grid and checks the served smile (wings included):
+  // its verdict is the served check, not repeated here.
+  const r = calibrateVannaVolga(toCalibrationQuotes(g), g.forward, g.T, {
+    densityCheck: servedGrid(g),
+    ...(p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {}),
+  });
+  if (r.arbitrageFree) {
+    return {
+      params: vvParamsRecord(r.params),
+      rmseVolPts: r.rmseVolPts,
+      maxErrorVolPts: r.maxErrorVolPts,
+      quotesUsed: r.quotesUsed,
+      butterflyFree: true,
+      repaired: false,
+      method: r.method,
+      minDensity: finiteOrNull(r.minDensity),
+      atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+      warnings: r.warnings,
+      full: true,
+      unconstrainedRmseVolPts: r.rmseAllVolPts,
+    };
+  }
+  const s = shrinkVannaVolga(r.params, g);
+  const params = vvParamsRecord(s.params);
+  const err = errorsAgainst(vannaVolgaModel.totalVariance(vannaVolgaModel.fromRecord(params, g.T, g.forward), g.T, g.forward), g);
+  return {
+    params,
+    rmseVolPts: err.rmse,
+    maxErrorVolPts: err.max,
+    quotesUsed: g.quotes.length,
+    butterflyFree: true,
+    repaired: true,
+    method: `${r.method}; butterfly repair: ${s.lambda === 1 ? `wing curvatures scaled by mu = ${s.mu.toFixed(4)}` : `linear wings, 25-delta pillar vols shrunk towards ATM by lambda = ${s.lambda.toFixed(4)}`}`,
+    minDensity: finiteOrNull(s.minDensity),
+    atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
+    warnings: r.warnings.filter((w) => !w.startsWith('butterfly arbitrage')),
+    full: true,
+    unconstrainedRmseVolPts: r.rmseAllVolPts,
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * Helpers shared by the per-model slice fits of this folder: the calibrations' quote form, error statistics of a
+ * smile against the marks, and the grid of every density check of a SERVED smile.
+ */
+import type { SviQuote } from '../sviCalibration.js';
+import type { SliceInput } from './types.js';
+
+/** The quotes in the calibrations' form (src/quant/quoteWeights.ts SviQuote). */
+export function toCalibrationQuotes(g: SliceInput): SviQuote[] {
+  return g.quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv }));
+}
+
+/** x when it is a finite number, else null. */
+export function finiteOrNull(x: number | null | undefined): number | null {
+  return typeof x === 'number' && Number.isFinite(x) ? x : null;
+}
+
+/** RMSE and max |error| (vol points) of a smile w(k) against the slice's mark IVs. */
+export function errorsAgainst(w: (k: number) => number, g: SliceInput): { rmse: number; max: number } {
+  let ss = 0;
+  let mx = 0;
+  let n = 0;
+  for (const q of g.quotes) {
+    const v = Math.sqrt(w(q.k) / g.T);
+    const e = 100 * (v - q.markIv);
+    if (!Number.isFinite(e)) continue;
+    ss += e * e;
+    mx = Math.max(mx, Math.abs(e));
+    n++;
+  }
+  return { rmse: n > 0 ? Math.sqrt(ss / n) : 0, max: mx };
+}
+
+/** Half-width of the served-smile density check, ATM standard deviations. */
+export const SERVED_CHECK_STD = 6;
+
+/**
+ * Grid of every density check of a SERVED smile (SABR's served check, Vanna-Volga's calibration and repair): 401
+ * strikes over 6 ATM standard deviations widened to the quoted log-moneyness range of the expiry, so that the wing
+ * junctions (at 4 standard deviations or the quotes) are inside it. Options of smileArbitrage.ts checkSmileDensity.
+ */
+export function servedGrid(g: SliceInput): { kMin: number; kMax: number; nStd: number } {
+  let kMin = Infinity;
+  let kMax = -Infinity;
+  for (const q of g.quotes) {
+    if (q.k < kMin) kMin = q.k;
+    if (q.k > kMax) kMax = q.k;
+  }
+  return { kMin, kMax, nStd: SERVED_CHECK_STD };
+}
