@@ -4,26 +4,28 @@
  * simulator's BTC chain, per model: median and worst per-expiry RMSE against the OTM marks, median and worst gap to
  * the independent reference fit (test/calibration/referenceFits.ts: Zeliade 2009 raw SVI, Hagan 2002 SABR; Vanna-
  * Volga has none), the share of OTM quotes (> 2 days to expiry, bid and ask IV known) whose served IV lies inside
- * [bid IV, ask IV], and the number of sparse and warned expiries. Same measurement as
+ * [bid IV, ask IV] (and, beside it, the share where the reference fit lies inside, and the marks themselves: what
+ * the best unconstrained fit of the model can reach), and the number of sparse and warned expiries. Same measurement as
  * test/calibration/referenceGap.test.ts (test/calibration/chainQuality.ts).
  */
 import { QUALITY_CHAINS, measureChain, measureView, qualitySummary, qualityTable, type ChainQuality } from '../test/calibration/chainQuality.js';
 import { simulatorChainView } from './calibration.js';
 
 const f = (x: number, d = 2): string => (Number.isFinite(x) ? x.toFixed(d) : '-');
+const pct = (x: number): string => (Number.isFinite(x) ? `${(100 * x).toFixed(1)} %` : '-');
 
 /** Runs the section; returns the table text (printed by bench/run.ts) and the per-expiry details. */
 export function runCalibrationQuality(): { text: string; details: string } {
   const measured: Array<{ label: string; q: ChainQuality }> = QUALITY_CHAINS.map((c) => ({ label: c.label, q: measureChain(c.id) }));
   measured.push({ label: 'simulator BTC (seed 42, 2026-05-26 19:30Z)', q: measureView('simulator', simulatorChainView(), new Map()) });
   const lines = [
-    'calibration quality (vol points; gap = served RMSE minus the reference fit\'s; in-spread: OTM quotes > 2 d with bid and ask IV)',
-    `${'chain'.padEnd(46)} ${'model'.padEnd(12)} ${'median'.padStart(7)} ${'worst'.padStart(7)} ${'gap med'.padStart(8)} ${'gap max'.padStart(8)} ${'in-spread'.padStart(10)} ${'sparse'.padStart(7)} ${'warned'.padStart(7)}`,
+    'calibration quality (vol points; gap = served RMSE minus the reference fit\'s; in-spread: OTM quotes > 2 d with bid and ask IV, served / reference fit / marks)',
+    `${'chain'.padEnd(46)} ${'model'.padEnd(12)} ${'median'.padStart(7)} ${'worst'.padStart(7)} ${'gap med'.padStart(8)} ${'gap max'.padStart(8)} ${'in-spread'.padStart(10)} ${'ref in'.padStart(8)} ${'marks in'.padStart(8)} ${'sparse'.padStart(7)} ${'warned'.padStart(7)}`,
   ];
   for (const { label, q } of measured) {
     for (const s of qualitySummary(q)) {
       lines.push(
-        `${label.padEnd(46)} ${s.model.padEnd(12)} ${f(s.medianRmse).padStart(7)} ${f(s.maxRmse).padStart(7)} ${f(s.medianGap).padStart(8)} ${f(s.maxGap).padStart(8)} ${(Number.isFinite(s.inSpread) ? `${(100 * s.inSpread).toFixed(1)} %` : '-').padStart(10)} ${String(s.sparse).padStart(7)} ${String(s.warned).padStart(7)}`,
+        `${label.padEnd(46)} ${s.model.padEnd(12)} ${f(s.medianRmse).padStart(7)} ${f(s.maxRmse).padStart(7)} ${f(s.medianGap).padStart(8)} ${f(s.maxGap).padStart(8)} ${pct(s.inSpread).padStart(10)} ${pct(s.referenceInSpread).padStart(8)} ${pct(s.marksInSpread).padStart(8)} ${String(s.sparse).padStart(7)} ${String(s.warned).padStart(7)}`,
       );
     }
   }

@@ -22,7 +22,7 @@ import { buildModelSurface } from '../../src/cache/modelSurface.js';
 import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { fitChain, type ChainFit } from '../../streams/calibrate.js';
-import { referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
+import { hagan2002, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -64,6 +64,12 @@ export interface ExpiryQuality {
   /** Served IV inside [bid IV, ask IV]: quotes inside and quotes with both sides known (T > 2 days only). */
   readonly inSpread: number;
   readonly twoSided: number;
+  /**
+   * Of the same two-sided quotes, those where the model's REFERENCE fit lies inside [bid IV, ask IV] (null without a
+   * reference), and those whose own mark does: what the best unconstrained fit of the model, and the marks, achieve.
+   */
+  readonly referenceInSpread: number | null;
+  readonly marksInSpread: number;
   readonly status: string;
   readonly warnings: number;
   /** The service's own diagnostics of the reference gap and repair cost, when it reports them. */
@@ -121,12 +127,15 @@ export function measureView(
       const served = s.quotes.map((q) => surface!.impliedVol(s.T, q.strike, s.forward));
       const servedRmse = Math.sqrt(served.reduce((a, v, i) => a + (100 * (v - s.quotes[i]!.markIv)) ** 2, 0) / served.length);
       let referenceRmse: number | null = null;
+      let referenceIv: ((k: number) => number) | null = null;
       let bfly: boolean | null = null;
       let cal: boolean | null = null;
       if (qs.length >= 5 && mf.model === 'SVI') {
         let ref = sviRefs.get(s.expirationTimestamp);
         if (!ref) sviRefs.set(s.expirationTimestamp, (ref = referenceSvi(qs, s.T)));
         referenceRmse = ref.rmseVolPts;
+        const p = ref.params;
+        referenceIv = (k) => Math.sqrt(refSviW(p, k) / s.T);
         const kLo = Math.min(...qs.map((q) => q.k));
         const kHi = Math.max(...qs.map((q) => q.k));
         bfly = refSviMinG(ref.params, kLo, kHi) >= 0;
@@ -139,16 +148,23 @@ export function measureView(
         }
         prevRef = ref;
       } else if (qs.length >= 4 && mf.model === 'SABR') {
-        referenceRmse = referenceSabr(qs, s.forward, s.T, sabrBeta).rmseVolPts;
+        const ref = referenceSabr(qs, s.forward, s.T, sabrBeta);
+        referenceRmse = ref.rmseVolPts;
+        referenceIv = (k) => hagan2002(ref.params, s.forward, s.forward * Math.exp(k), s.T);
       }
       let inSpread = 0;
       let twoSided = 0;
+      let refIn = 0;
+      let marksIn = 0;
       if (s.T > 2 * DAY_Y) {
+        const inside = (v: number, b: number, a: number): boolean => v >= b - 1e-9 && v <= a + 1e-9;
         s.quotes.forEach((q, i) => {
           const [b, a] = bidAsk(s, q);
           if (b === null || a === null || !(a >= b)) return;
           twoSided++;
-          if (served[i]! >= b - 1e-9 && served[i]! <= a + 1e-9) inSpread++;
+          if (inside(served[i]!, b, a)) inSpread++;
+          if (referenceIv && inside(referenceIv(q.k), b, a)) refIn++;
+          if (inside(q.markIv, b, a)) marksIn++;
         });
       }
       const d = s.fit as typeof s.fit & { referenceRmseVolPts?: number | null; repairCostVolPts?: number | null };
@@ -162,6 +178,8 @@ export function measureView(
         referenceCalendarFree: cal,
         inSpread,
         twoSided,
+        referenceInSpread: referenceIv ? refIn : null,
+        marksInSpread: marksIn,
         status: s.fit.status ?? 'fitted',
         warnings: s.fit.warnings?.length ?? 0,
         diagReferenceRmse: d.referenceRmseVolPts ?? null,
@@ -199,13 +217,29 @@ export function qualityTable(q: ChainQuality): string {
   return lines.join('\n');
 }
 
-/** Chain summary per model: median/worst served RMSE, median/worst gap to the reference, in-spread share. */
-export function qualitySummary(q: ChainQuality): Array<{ model: VolatilityModel; medianRmse: number; maxRmse: number; medianGap: number; maxGap: number; inSpread: number; sparse: number; warned: number }> {
+/**
+ * Chain summary per model: median/worst served RMSE, median/worst gap to the reference, in-spread share of the served
+ * fit, of the reference fit (over the expiries that have one; NaN for Vanna-Volga) and of the marks themselves.
+ */
+export function qualitySummary(q: ChainQuality): Array<{
+  model: VolatilityModel;
+  medianRmse: number;
+  maxRmse: number;
+  medianGap: number;
+  maxGap: number;
+  inSpread: number;
+  referenceInSpread: number;
+  marksInSpread: number;
+  sparse: number;
+  warned: number;
+}> {
   return (Object.keys(q.byModel) as VolatilityModel[]).map((model) => {
     const rows = q.byModel[model];
     const gaps = rows.filter((r) => r.referenceRmse !== null).map((r) => r.servedRmse - r.referenceRmse!);
     const inS = rows.reduce((a, r) => a + r.inSpread, 0);
     const two = rows.reduce((a, r) => a + r.twoSided, 0);
+    const withRef = rows.filter((r) => r.referenceInSpread !== null);
+    const refTwo = withRef.reduce((a, r) => a + r.twoSided, 0);
     return {
       model,
       medianRmse: median(rows.map((r) => r.servedRmse)),
@@ -213,6 +247,8 @@ export function qualitySummary(q: ChainQuality): Array<{ model: VolatilityModel;
       medianGap: median(gaps),
       maxGap: gaps.length ? Math.max(...gaps) : Number.NaN,
       inSpread: two > 0 ? inS / two : Number.NaN,
+      referenceInSpread: refTwo > 0 ? withRef.reduce((a, r) => a + r.referenceInSpread!, 0) / refTwo : Number.NaN,
+      marksInSpread: two > 0 ? rows.reduce((a, r) => a + r.marksInSpread, 0) / two : Number.NaN,
       sparse: rows.filter((r) => r.status === 'sparse').length,
       warned: rows.filter((r) => r.warnings > 0).length,
     };

@@ -128,6 +128,21 @@ describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days 
       for (const s of qualitySummary(q)) expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(floor[q.id]![s.model]!);
     }
   });
+
+  it('as many served IVs lie inside the spread as the independent reference fit\'s (the best unconstrained fit of the model)', () => {
+    // The 95 % goal against what the model family can reach on these marks: measured, the reference SVI places
+    // 84.2 / 81.4 / 96.5 % inside (the served SVI the same), the reference SABR 63.5 / 65.0 / 79.8 % (served 62.5 /
+    // 63.8 / 79.8: its calendar repair), while the marks themselves are 99.1 / 96.6 / 98.2 % inside. Allowed: 0.5
+    // point below the reference for SVI, 1.5 for SABR (its repair cost, < 0.2 vp).
+    for (const q of measured) {
+      for (const s of qualitySummary(q)) {
+        if (s.model === 'VANNA_VOLGA') continue;
+        expect(s.referenceInSpread, `${q.id} ${s.model}`).toBeGreaterThan(0.5);
+        expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(s.referenceInSpread - (s.model === 'SVI' ? 0.005 : 0.015));
+        expect(s.marksInSpread, `${q.id}`).toBeGreaterThan(0.95);
+      }
+    }
+  });
 });
 
 describe('Vanna-Volga with fitted 10-delta wings', () => {
