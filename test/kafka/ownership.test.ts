@@ -89,8 +89,11 @@ describe.skipIf(!kafka)('calibrator pair ownership through a Kafka consumer grou
     members.push(a, c);
     a.start();
     await eventually(() => a.stats().owned.length === 1, 60_000, 'A owns SOL/USDC');
+    const genBeforeC = a.stats().generations;
     c.start();
     await eventually(() => c.stats().assigned, 60_000, 'C joined');
+    // C's join is a rebalance for A too; A sees its new generation at its next heartbeat, possibly after C's
+    await eventually(() => a.stats().generations > genBeforeC, 30_000, 'A went through the rebalance C\'s join caused');
     expect(c.stats().owned).toEqual([]);
     expect(c.stats().standby).toEqual(['DERIBIT:SOL/USDC']);
     // two session timeouts (6 s each): a standby that did not heartbeat would be evicted and rejoin, a rebalance
