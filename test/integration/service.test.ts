@@ -185,10 +185,20 @@ describe('simulated Deribit end to end', () => {
   });
 
   it('funding: instruments listed; rates descending within the range, at most 200', async () => {
-    const inst = await http('GET', `${B}/api/v1/global/data/fundingInstruments?source=XCHG_A`);
-    expect(inst.status).toBe(200);
+    // the funding history is bootstrapped on its own (not part of /ready, which is about surfaces): wait for it
+    const perpetuals = ['BTC-PERPETUAL', 'ETH-PERPETUAL', 'SOL_USDC-PERPETUAL', 'XRP_USDC-PERPETUAL'];
+    const inst = await waitFor(
+      async () => {
+        const r = await http('GET', `${B}/api/v1/global/data/fundingInstruments?source=XCHG_A`);
+        expect(r.status).toBe(200);
+        const listed = new Set(r.body.map((i: { instrumentId: string }) => i.instrumentId));
+        return perpetuals.every((p) => listed.has(p)) ? r : null;
+      },
+      40_000,
+      'the funding history of the four Deribit perpetuals',
+    );
     const ids = inst.body.map((i: { instrumentId: string }) => i.instrumentId);
-    expect(ids).toEqual(expect.arrayContaining(['BTC-PERPETUAL', 'ETH-PERPETUAL', 'SOL_USDC-PERPETUAL', 'XRP_USDC-PERPETUAL']));
+    expect(ids).toEqual(expect.arrayContaining(perpetuals));
     const now = Math.floor(testNowS());
     const r = await http('GET', `${B}/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=BTC-PERPETUAL&startTime=${now - 30 * 86400}&endTime=${now}`);
     expect(r.status).toBe(200);
