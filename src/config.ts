@@ -89,6 +89,12 @@ export const ConfigSchema = z
     /** Minimum milliseconds between two recalibrations of one (source, pair). */
     CALIBRATION_THROTTLE_MS: z.coerce.number().int().min(0).default(250),
     /**
+     * Urgency threshold, vol points: an option mark IV that moved at least this far from the mark its expiry was last
+     * refitted to triggers an immediate partial refit of that expiry, without waiting for CALIBRATION_THROTTLE_MS
+     * (streams/pipeline.ts); 0 turns it off.
+     */
+    CALIBRATION_URGENT_VOL_PTS: z.coerce.number().min(0).max(100).default(0.25),
+    /**
      * Calibration worker threads (streams/calibrationPool.ts); 0 = one per core minus one for REST and ingest
      * (os.availableParallelism() - 1, at least 1).
      */

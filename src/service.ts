@@ -203,6 +203,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     fit: (view) => pool.fit(view),
     clock,
     throttleMs: config.CALIBRATION_THROTTLE_MS,
+    urgentVolPts: config.CALIBRATION_URGENT_VOL_PTS,
     logger: logger.child({ component: 'streams' }),
     onCalibrated: (r) => {
       monitoring.observeCalibration(r);

@@ -16,7 +16,10 @@
  * last fit carried to the new T (carryForwardParams: the implied vol at each log-moneyness is kept). The sparse
  * expiries, the wing/calendar repairs and every served-surface figure are then redone as on a full pass, from those
  * per-expiry fits. Full views (start, reconnect, roll-off, the periodic safety net of streams/pipeline.ts) fit
- * every expiry cold. docs/architecture.md "Recalibration" has the table.
+ * every expiry cold. docs/architecture.md "Recalibration" has the table. An urgent partial view (ChainView.refitOnly,
+ * streams/pipeline.ts: a mark moved by at least CALIBRATION_URGENT_VOL_PTS) refits only its listed expiries; every
+ * other expiry keeps its last fit carried to the new forward and T ("deferred"), and is refitted by the next
+ * regular view.
  *
  * Rules (docs/conventions.md "Volatility surfaces: SVI, SABR, Vanna-Volga"):
  * - T = (expiry - observationTimestamp) / (365 * 86400); expiries closer than
@@ -191,8 +194,14 @@ export class FitMemory {
    * fit and changed ones refit warm. False: every expiry is fitted cold.
    */
   incremental = false;
-  /** Per model, expiries refitted and reused by the last {@link fitModel} (diagnostics, tests, the benchmark). */
-  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number }>();
+  /**
+   * The expiries an urgent partial view may refit (ChainView.refitOnly, set by {@link fitChain}); null for a regular
+   * view. Every other expiry with an earlier fit keeps it, carried to the new forward and T, even when its inputs
+   * changed ("deferred": its fit memory keeps the old inputs, so the next regular view refits it).
+   */
+  refitOnly: ReadonlySet<number> | null = null;
+  /** Per model, expiries refitted, reused and deferred by the last {@link fitModel} (diagnostics, tests, the benchmark). */
+  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number; deferred: number }>();
 
   /** Forget the slices of expiries at or before `nowS`. */
   prune(nowS: number): void {
@@ -504,16 +513,19 @@ export function fitModel(
   // Pass 1: expiries with enough quotes for a fit of their own. Incremental: an expiry whose inputs are those of
   // its last fit reuses it (carried to this T); a changed one refits warm from it (module docstring).
   const fitted = memory.fitted.get(model)!;
-  const pass = { refitted: 0, reused: 0, warm: 0 };
+  const pass = { refitted: 0, reused: 0, warm: 0, deferred: 0 };
   for (const g of groups) {
     if (g.quotes.length <= SPARSE_MAX_QUOTES) continue;
     const signature = inputSignature(g);
     // a slice fitted in a sparse mode of its model (SVI under 7 quotes) borrows its shape from the last full fit
     const priorKey = MODEL_REGISTRY[model].borrowsShape(g) ? (st.lastFullKey ?? 'none') : '';
     const prev = memory.incremental ? fitted.get(g.expirationTimestamp) : undefined;
+    const deferred = memory.refitOnly !== null && !memory.refitOnly.has(g.expirationTimestamp);
+    const unchanged = prev !== undefined && prev.signature === signature && prev.priorKey === priorKey && Math.abs(g.T / prev.T - 1) <= REUSE_MAX_T_CHANGE[model];
     let slice: DraftSlice | null;
-    if (prev && prev.signature === signature && prev.priorKey === priorKey && Math.abs(g.T / prev.T - 1) <= REUSE_MAX_T_CHANGE[model]) {
-      pass.reused++;
+    if (prev && (unchanged || deferred)) {
+      if (unchanged) pass.reused++;
+      else pass.deferred++;
       const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(g, () => carried, null, prev.fittedAt);
     } else {
@@ -715,6 +727,7 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
   }
   memory.prune(obs);
   memory.incremental = view.full === false;
+  memory.refitOnly = view.full === false && view.refitOnly !== undefined ? new Set(view.refitOnly) : null;
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
   const eligible = groups.filter((g) => {
@@ -773,9 +786,6 @@ export class ChainFitter {
 
 // ---------------------------------------------------------------------------------------------
 // Snapshots (main thread)
-
-
-
 
 /** Fit and build in one step, on the calling thread (stateless: a fresh FitMemory). */
 export function calibrateChain(view: ChainView, sequence: number, options: ChainFitOptions = {}): CalibrationResult {

@@ -11,7 +11,8 @@
  * waiting time, so that a fast pair waits at most for the one fit in progress, never behind a queue of slow
  * ones, and a slow pair is never starved; a full fit (ChainView.full: start, after the source reconnected, after a
  * roll-off, the periodic safety net) goes before incremental ones, so that data stale after a reconnect is
- * refreshed first. The pipeline's `latestWins` keeps at most one request per pair in
+ * refreshed first; an urgent partial fit (ChainView.refitOnly: a mark moved materially) goes next, and its time does
+ * not enter the pair's expected fit time. The pipeline's `latestWins` keeps at most one request per pair in
  * flight (latest state wins), so a worker's queue holds at most one request per pair.
  *
  * A worker that dies fails its pending requests with an error and is restarted on the next request (its pairs'
@@ -155,6 +156,8 @@ const EWMA = 0.3;
 const UNKNOWN_MS = 20;
 /** Head start of a full fit in a worker's queue, ms (more than any fit takes: full fits go first). */
 const FULL_FIRST_MS = 60_000;
+/** Head start of an urgent partial fit (ChainView.refitOnly), ms: after full fits, before every regular one. */
+const URGENT_FIRST_MS = 30_000;
 
 /**
  * A pool of calibration worker threads (see the module docstring).
@@ -231,7 +234,7 @@ export class CalibrationPool {
       const q = slot.queue[i]!;
       // a full fit (start, reconnect of the source, roll-off, the periodic safety net) goes first: after a
       // reconnect that pair's served data is stale until it is done
-      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - (q.view.full ? FULL_FIRST_MS : 0);
+      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - (q.view.full ? FULL_FIRST_MS : q.view.refitOnly ? URGENT_FIRST_MS : 0);
       if (score < bestScore) {
         bestScore = score;
         best = i;
@@ -242,11 +245,14 @@ export class CalibrationPool {
     const t0 = now();
     slot.channel.request<ChainFit>({ view: job.view, ...(job.namespace ? { namespace: job.namespace } : {}) }).then(
       (fit) => {
-        const ms = now() - t0;
-        const prev = this.expected.get(job.key) ?? UNKNOWN_MS;
-        const next = prev + EWMA * (ms - prev);
-        this.expected.set(job.key, next);
-        slot.load += next - prev;
+        // a partial fit says nothing of the pair's regular fit time
+        if (!job.view.refitOnly) {
+          const ms = now() - t0;
+          const prev = this.expected.get(job.key) ?? UNKNOWN_MS;
+          const next = prev + EWMA * (ms - prev);
+          this.expected.set(job.key, next);
+          slot.load += next - prev;
+        }
         slot.busy = false;
         job.resolve(fit);
         this.pump(slot);

@@ -31,6 +31,22 @@ export interface ChainView {
   readonly full?: boolean;
   /** True when the spot index changed since that version (the forward curve's spot; slices fit their own forwards). */
   readonly spotChanged?: boolean;
+  /**
+   * An urgent partial view ({@link ChainState.urgentView}): only these expiries (Unix s, ascending) may be refitted;
+   * every other expiry keeps its last fit, carried to the view's forward and T, until the next regular view. Absent:
+   * a regular view (every changed expiry is refitted).
+   */
+  readonly refitOnly?: readonly number[];
+}
+
+/** Options of a {@link ChainState}. */
+export interface ChainStateOptions {
+  /**
+   * Urgency threshold, vol points (default 0: off). An option tick whose mark IV is at least this far from the mark
+   * IV of that instrument in the last view that refitted its expiry makes the expiry urgent
+   * ({@link ChainState.hasUrgent}): the pipeline then refits it at once instead of waiting for the throttle.
+   */
+  readonly urgentVolPts?: number;
 }
 
 export class ChainState {
@@ -47,11 +63,22 @@ export class ChainState {
   private fullAt = 0;
   /** Version of the last spot index change. */
   private spotChangedAt = 0;
+  /** Urgency threshold as a fraction of vol (0: off). */
+  private readonly urgentIv: number;
+  /** Per option instrument, its mark IV (fraction) in the last view that refitted its expiry. */
+  private readonly viewedMarkIv = new Map<string, number>();
+  /** Expiries (Unix s) with an urgent move not yet handed to a view. */
+  private readonly urgent = new Set<number>();
 
   constructor(
     readonly source: Source,
     readonly pair: Pair,
-  ) {}
+    options: ChainStateOptions = {},
+  ) {
+    const v = options.urgentVolPts ?? 0;
+    if (!(v >= 0) || !Number.isFinite(v)) throw new RangeError(`ChainState: urgentVolPts must be a finite number >= 0, got ${v}`);
+    this.urgentIv = v / 100;
+  }
 
   /**
    * Apply one event. Out-of-order ticks (older exchange timestamp than the one held for that
@@ -66,6 +93,10 @@ export class ChainState {
         this.options.set(ev.instrument, ev);
         this.setIndex(ev.indexPrice, ev.timestamp, false);
         this.expiryChangedAt.set(ev.expirationTimestamp, this.version + 1);
+        if (this.urgentIv > 0) {
+          const seen = this.viewedMarkIv.get(ev.instrument);
+          if (seen !== undefined && Math.abs(ev.markIv - seen) >= this.urgentIv) this.urgent.add(ev.expirationTimestamp);
+        }
         break;
       }
       case 'future': {
@@ -104,6 +135,8 @@ export class ChainState {
       this.version++;
       this.fullAt = this.version;
       for (const e of [...this.expiryChangedAt.keys()]) if (e <= nowS) this.expiryChangedAt.delete(e);
+      for (const e of [...this.urgent]) if (e <= nowS) this.urgent.delete(e);
+      for (const name of [...this.viewedMarkIv.keys()]) if (!this.options.has(name)) this.viewedMarkIv.delete(name);
     }
     return n;
   }
@@ -123,16 +156,43 @@ export class ChainState {
   }
 
   /**
+   * True when some expiry moved urgently (see {@link ChainStateOptions.urgentVolPts}) since the last view, and no
+   * full fit is pending since `sinceVersion` (a full fit is never replaced by a partial one).
+   */
+  hasUrgent(sinceVersion: number): boolean {
+    return this.urgent.size > 0 && sinceVersion >= 1 && this.fullAt <= sinceVersion;
+  }
+
+  /**
+   * The urgent partial view: {@link view} with `refitOnly` = the urgent expiries, which it clears (their mark IVs
+   * become the reference of the next urgency test); null when there is none or a full fit is due.
+   */
+  urgentView(sinceVersion: number): ChainView | null {
+    if (!this.hasUrgent(sinceVersion)) return null;
+    const only = [...this.urgent].sort((a, b) => a - b);
+    return this.view(sinceVersion, only);
+  }
+
+  /**
    * Immutable copy for calibration.
    * @param sinceVersion the version of the last view fitted successfully (the pipeline's); the view's
    *   `changedExpiries` are those changed after it, `full` is set when a full fit is needed since then (or when
    *   `sinceVersion` is omitted or < 1: nothing fitted yet). Default: a full view.
+   * @param refitOnly internal ({@link urgentView}): the expiries of an urgent partial view
    */
-  view(sinceVersion = 0): ChainView {
+  view(sinceVersion = 0, refitOnly?: readonly number[]): ChainView {
     const full = sinceVersion < 1 || this.fullAt > sinceVersion;
+    const partial = refitOnly !== undefined && !full;
     const changed: number[] = [];
     for (const [e, v] of this.expiryChangedAt) if (full || v > sinceVersion) changed.push(e);
     changed.sort((a, b) => a - b);
+    // the mark IVs handed to this view's refits are the reference of the next urgency test
+    if (this.urgentIv > 0) {
+      const only = partial ? new Set(refitOnly) : null;
+      for (const [name, q] of this.options) if (!only || only.has(q.expirationTimestamp)) this.viewedMarkIv.set(name, q.markIv);
+      if (only) for (const e of only) this.urgent.delete(e);
+      else this.urgent.clear();
+    }
     return Object.freeze({
       source: this.source,
       pair: this.pair,
@@ -144,6 +204,7 @@ export class ChainState {
       changedExpiries: Object.freeze(changed),
       full,
       spotChanged: full || this.spotChangedAt > sinceVersion,
+      ...(partial ? { refitOnly: Object.freeze([...refitOnly]) } : {}),
     });
   }
 

@@ -12,10 +12,14 @@ import { Observable, type OperatorFunction } from 'rxjs';
  *
  * @param work synchronous or asynchronous work on one value; its result is emitted
  * @param onError called with the error and the value of a failed run
+ * @param merge how a value arriving while another one is already pending combines with it (default: the newer
+ *   replaces the older); the pipeline uses it so that a pending regular recalibration is never replaced by an
+ *   urgent partial one
  */
 export function latestWins<T, R>(
   work: (value: T) => R | Promise<R>,
   onError: (err: unknown, value: T) => void,
+  merge: (pending: T, next: T) => T = (_pending, next) => next,
 ): OperatorFunction<T, R> {
   return (source) =>
     new Observable<R>((subscriber) => {
@@ -65,7 +69,7 @@ export function latestWins<T, R>(
       };
       const sub = source.subscribe({
         next: (v) => {
-          if (busy) pending = { value: v };
+          if (busy) pending = { value: pending ? merge(pending.value, v) : v };
           else run(v);
         },
         error: (e) => subscriber.error(e),

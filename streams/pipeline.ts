@@ -5,10 +5,19 @@
  * events$ ─┬─ status  ──> cache.setFeedConnected
  *          ├─ funding ──> cache.addFunding (dedup by timestamp)
  *          └─ option | future | index ─ groupBy (source, pair) ─> ChainState (latest per instrument)
- *               ─ auditTime(throttleMs) ─ latestWins(fit: worker thread) ─ buildSnapshots ─> cache (a surface per model, forward curve)
+ *               ─┬─ auditTime(throttleMs) ──────────────> 'regular' ─┬─ latestWins(view, fit: worker) ─ buildSnapshots ─> cache
+ *                └─ an expiry's mark moved >= urgentVolPts ─> 'urgent' ─┘     (a surface per model, forward curve)
  * ```
  * Per (source, pair): at most one calibration in flight and the latest state wins
- * ({@link latestWins}); `auditTime` bounds the calibration rate. Source: docs/architecture.md.
+ * ({@link latestWins}; the view is taken when its fit starts); `auditTime` bounds the rate of regular
+ * recalibrations. Source: docs/architecture.md.
+ *
+ * Urgent partial refits (issue 12, freshness): an option tick whose mark IV moved by at least `urgentVolPts` vol
+ * points from the mark its expiry was last refitted to (ChainState) triggers at once, without waiting for the
+ * throttle, a partial recalibration that refits only the urgent expiries (ChainView.refitOnly; the others keep their
+ * last fits, carried to the new forwards) and publishes it. The regular throttled recalibration still follows and
+ * refits everything that changed; a partial run does not count as calibrating the state (isSettled, the next
+ * view's changed expiries). A full fit pending is never replaced by a partial one.
  *
  * Incremental refits (issue 12 item 1): each view carries the expiries changed since the last SUCCESSFUL fit of
  * its pair (ChainView.changedExpiries; a superset when views were skipped or a fit failed) and whether a full cold
@@ -16,7 +25,7 @@
  * fit entry point (the worker's ChainFitter, which keeps each pair's previous slices in its FitMemory) decides
  * what to refit from them.
  */
-import { auditTime, filter, groupBy, map, mergeMap, share, Subscription, type Observable } from 'rxjs';
+import { auditTime, filter, groupBy, map, merge, mergeMap, share, Subject, Subscription, type Observable } from 'rxjs';
 import type { Clock } from '../src/domain/clock.js';
 import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../src/domain/events.js';
 import { pairKey } from '../src/domain/markets.js';
@@ -50,7 +59,18 @@ export interface PipelineOptions {
    * source reconnected.
    */
   readonly fullRefitEveryMs?: number;
+  /**
+   * Urgency threshold, vol points (CALIBRATION_URGENT_VOL_PTS; default 0: off): an option mark moved at least this
+   * far from the mark its expiry was last refitted to triggers an immediate partial refit of that expiry (module
+   * docstring).
+   */
+  readonly urgentVolPts?: number;
 }
+
+/** What starts a recalibration: the throttled regular one, or an urgent partial one. */
+type Trigger = 'regular' | 'urgent';
+/** Two triggers waiting for one fit: a regular one covers an urgent one. */
+const mergeTriggers = (a: Trigger, b: Trigger): Trigger => (a === 'regular' || b === 'regular' ? 'regular' : 'urgent');
 
 type ChainEvent = OptionQuote | FutureQuote | IndexPrice;
 
@@ -116,41 +136,77 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
         groupBy((e) => pairKey(e.source, e)),
         mergeMap((group$) => {
           let state: ChainState | null = null;
-          return group$.pipe(
+          const key = group$.key;
+          const changes$ = group$.pipe(
             filter((e) => {
               if (!state) {
-                state = new ChainState(e.source, { base: e.base, quote: e.quote });
-                states.set(group$.key, state);
+                state = new ChainState(e.source, { base: e.base, quote: e.quote }, { urgentVolPts: opts.urgentVolPts ?? 0 });
+                states.set(key, state);
               }
               const changed = state.apply(e);
               if (changed) cache.touch(e.source, { base: e.base, quote: e.quote }, e.receivedAt);
               return changed;
             }),
+            share(),
+          );
+          const regular$ = changes$.pipe(
             auditTime(opts.throttleMs),
-            map(() => {
-              const s = state!;
-              s.rollOff(clock.now());
-              const t = performance.now();
-              if (t - (lastFullAt.get(group$.key) ?? -Infinity) >= fullEveryMs) s.requireFull(s.version);
-              const view = s.view(fittedVersion.get(group$.key) ?? 0);
-              if (view.full) lastFullAt.set(group$.key, t);
-              return view;
-            }),
+            map((): Trigger => 'regular'),
+          );
+          /** Emits after a run when urgent moves wait (they arrived while a full fit was due or in flight). */
+          const kick$ = new Subject<void>();
+          const urgent$ = merge(changes$, kick$).pipe(
+            filter(() => state!.hasUrgent(fittedVersion.get(key) ?? 0)),
+            map((): Trigger => 'urgent'),
+          );
+          const kickIfUrgent = (): void => {
+            if (state!.hasUrgent(fittedVersion.get(key) ?? 0)) kick$.next();
+          };
+          /** The view of the run in flight (at most one). */
+          let inFlight: ChainView | null = null;
+          /** The view for a trigger, taken now (the latest state); null when an urgent trigger has nothing left to do. */
+          const viewFor = (trigger: Trigger): ChainView | null => {
+            const s = state!;
+            const since = fittedVersion.get(key) ?? 0;
+            if (trigger === 'urgent') return s.urgentView(since);
+            s.rollOff(clock.now());
+            const t = performance.now();
+            if (t - (lastFullAt.get(key) ?? -Infinity) >= fullEveryMs) s.requireFull(s.version);
+            const view = s.view(since);
+            if (view.full) lastFullAt.set(key, t);
+            return view;
+          };
+          return merge(regular$, urgent$).pipe(
             latestWins(
-              (view) => fit(view),
-              (err, view) => {
-                // a failed run still counts as done for that version: the last good surface stays
-                calibratedVersion.set(group$.key, view.version);
-                logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}` }, 'calibration failed; the last good surface stays');
+              (trigger): { chainFit: ChainFit; view: ChainView } | null | Promise<{ chainFit: ChainFit; view: ChainView }> => {
+                const view = viewFor(trigger);
+                if (!view) return null;
+                inFlight = view;
+                const r = fit(view);
+                return r instanceof Promise ? r.then((chainFit) => ({ chainFit, view })) : { chainFit: r, view };
               },
+              (err) => {
+                const view = inFlight!;
+                // a failed regular run still counts as done for that version: the last good surface stays
+                if (!view.refitOnly) calibratedVersion.set(key, view.version);
+                logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}`, partial: view.refitOnly !== undefined }, 'calibration failed; the last good surface stays');
+                kickIfUrgent();
+              },
+              mergeTriggers,
             ),
-            map((chainFit) => {
-              const seq = (sequences.get(group$.key) ?? 0) + 1;
-              sequences.set(group$.key, seq);
-              const result = buildSnapshots(chainFit, seq, lastResults.get(group$.key));
-              lastResults.set(group$.key, result);
-              calibratedVersion.set(group$.key, chainFit.version);
-              fittedVersion.set(group$.key, chainFit.version);
+            filter((x): x is { chainFit: ChainFit; view: ChainView } => x !== null),
+            map(({ chainFit, view }) => {
+              const seq = (sequences.get(key) ?? 0) + 1;
+              sequences.set(key, seq);
+              const built = buildSnapshots(chainFit, seq, lastResults.get(key));
+              const result = view.refitOnly ? { ...built, partial: true } : built;
+              lastResults.set(key, result);
+              if (!view.refitOnly) {
+                calibratedVersion.set(key, chainFit.version);
+                fittedVersion.set(key, chainFit.version);
+              }
+              // an urgent move that arrived while a full fit was due (no partial view then) is not left to the throttle
+              kickIfUrgent();
               return result;
             }),
           );

@@ -60,6 +60,11 @@ export interface CalibrationResult {
   readonly calibrationMs: number;
   /** Version of the chain state calibrated. */
   readonly version: number;
+  /**
+   * True for an urgent partial recalibration (streams/pipeline.ts): only the expiries whose marks moved by at least
+   * the urgency threshold were refitted, the others kept their last fits (each slice's `fit.fittedAt` says when).
+   */
+  readonly partial?: boolean;
 }
 
 function freezeSummary(s: IvSummary): IvSummary {

@@ -111,6 +111,7 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   private readonly calibrationDuration: Histogram<'source' | 'pair' | 'model'>;
+  private readonly calibrations: Counter<'source' | 'pair' | 'kind'>;
   private readonly repairs: Counter<'source' | 'pair' | 'model' | 'kind'>;
   private readonly rejections: Counter<'source' | 'pair' | 'model' | 'outcome'>;
   private readonly violations: Counter<'source' | 'pair' | 'model'>;
@@ -233,6 +234,12 @@ export class ServiceMetrics {
       help: 'Wall-clock duration of one surface calibration, per (source, pair, model)',
       labelNames: ['source', 'pair', 'model'],
       buckets: CALIBRATION_BUCKETS,
+      registers,
+    });
+    this.calibrations = new Counter({
+      name: 'volsurf_calibrations_total',
+      help: 'Chain recalibrations published, per (source, pair) and kind: regular (throttled, every changed expiry) or urgent (a mark moved by at least CALIBRATION_URGENT_VOL_PTS: only those expiries, at once)',
+      labelNames: ['source', 'pair', 'kind'],
       registers,
     });
     this.repairs = new Counter({
@@ -443,6 +450,7 @@ export class ServiceMetrics {
   /** Record one chain calibration (streams/pipeline.ts onCalibrated): expiries left out, by reason. */
   observeCalibration(r: CalibrationResult): void {
     const pair = pairLabel(r.pair);
+    this.calibrations.inc({ source: r.source, pair, kind: r.partial ? 'urgent' : 'regular' });
     for (const sk of r.skipped) this.skipped.inc({ source: r.source, pair, reason: skipReasonLabel(sk.reason) });
   }
 

@@ -221,6 +221,18 @@ describe('calibration series', () => {
     expect(one(s, 'volsurf_calibration_rejected_expiries_total', { ...l, reason: 'no-quotes' })).toBe(1);
   });
 
+  it('counts recalibrations by kind: regular, or urgent (partial)', async () => {
+    const { m, scrape } = setup();
+    const r = { surfaces: [], source: 'DERIBIT', pair: BTC, surface: null, forwardCurve: null, calibrationMs: 1, version: 1, skipped: [] };
+    m.observeCalibration(r as unknown as CalibrationResult);
+    m.observeCalibration({ ...r, partial: true } as unknown as CalibrationResult);
+    m.observeCalibration({ ...r, partial: true } as unknown as CalibrationResult);
+    const s = (await scrape()).samples;
+    const l = { source: 'DERIBIT', pair: 'BTC/USD' };
+    expect(one(s, 'volsurf_calibrations_total', { ...l, kind: 'regular' })).toBe(1);
+    expect(one(s, 'volsurf_calibrations_total', { ...l, kind: 'urgent' })).toBe(2);
+  });
+
   it('label helpers', () => {
     expect(expiryLabel(Date.UTC(2026, 11, 25, 8) / 1000)).toBe('2026-12-25');
     expect(skipReasonLabel('something else')).toBe('other');

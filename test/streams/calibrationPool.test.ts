@@ -95,6 +95,20 @@ describe('CalibrationPool', () => {
     expect(order).toEqual(['A', 'C', 'B']);
   });
 
+  it('an urgent partial fit goes before regular incremental ones, after a full one', async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
+    const order: string[] = [];
+    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
+    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+    const urgentC: ChainView = { ...C, full: false, changedExpiries: [], refitOnly: [] };
+    const fullA: ChainView = { ...A, full: true };
+    // B runs at once; then the full A, the urgent C, and last the regular B queued before them
+    await Promise.all([tag(pool.fit(incremental(B)), 'B'), tag(pool.fit(incremental(B)), 'B2'), tag(pool.fit(urgentC), 'C'), tag(pool.fit(fullA), 'A')]);
+    expect(order).toEqual(['B', 'A', 'C', 'B2']);
+  });
+
   it('fails queued fits after close', async () => {
     const pool = new CalibrationPool({}, 1);
     const p1 = pool.fit(A).catch((e: Error) => e);

@@ -1,0 +1,298 @@
+/**
+ * Urgent partial refits (issue 12, freshness): a mark that moved by at least the urgency threshold against the mark
+ * its expiry was last refitted to is refitted at once, alone, without waiting for the throttle; every other expiry
+ * keeps its last fit until the next regular recalibration. Checked on the real recorded Deribit chain:
+ * - ChainState says which expiries are urgent, measured against the last view that refitted them (so a slow drift
+ *   becomes urgent once it adds up to the threshold), and never while a full fit is due;
+ * - the fitter refits only those expiries; the urgent expiry's served smile equals a COLD fit of the same data
+ *   within 0.01 vol point, the deferred ones keep their earlier fit (and say so in fittedAt), and the next regular
+ *   view refits them, equal to a cold fit of the whole chain within 0.01 vol point;
+ * - the pipeline publishes the urgent refit before the throttle elapses (fake timers: no wall clock), does nothing
+ *   for a move under the threshold until the throttle elapses, and with the threshold off waits for the throttle.
+ */
+import { readFileSync } from 'node:fs';
+import { Subject } from 'rxjs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
+import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { MarketCache } from '../../src/cache/marketCache.js';
+import { MarketClock } from '../../src/domain/clock.js';
+import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../src/domain/events.js';
+import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { ChainState, type ChainView } from '../../streams/chainState.js';
+import { startPipelines } from '../../streams/pipeline.js';
+
+const FILE = 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl';
+const PAIR = { base: 'BTC', quote: 'USD' } as const;
+type ChainEvent = OptionQuote | FutureQuote | IndexPrice;
+
+/** The recorded chain's option, future and index events, in file order. */
+function loadEvents(): ChainEvent[] {
+  const out: ChainEvent[] = [];
+  for (const line of readFileSync(new URL(`../../${FILE}`, import.meta.url), 'utf8').split('\n')) {
+    if (!line.trim()) continue;
+    const r = normalizeDeribit(JSON.parse(line), 0);
+    if (!r.ok) continue;
+    for (const e of r.events) if (e.kind === 'option' || e.kind === 'future' || e.kind === 'index') out.push(e);
+  }
+  return out;
+}
+
+const optionsOf = (events: readonly ChainEvent[]): OptionQuote[] => events.filter((e): e is OptionQuote => e.kind === 'option');
+
+/** Expiries with many quotes, ascending (the ones fitted on their own, not in a sparse mode). */
+function fullExpiries(options: readonly OptionQuote[]): number[] {
+  const n = new Map<number, number>();
+  for (const o of options) n.set(o.expirationTimestamp, (n.get(o.expirationTimestamp) ?? 0) + 1);
+  return [...n].filter(([, c]) => c >= 30).map(([e]) => e).sort((a, b) => a - b);
+}
+
+/** The options of `expiry` re-marked by `dVol` (fraction), `dtS` seconds later. */
+const remark = (options: readonly OptionQuote[], expiry: number, dVol: number, dtS: number): OptionQuote[] =>
+  options.filter((o) => o.expirationTimestamp === expiry).map((o) => ({ ...o, markIv: o.markIv + dVol, timestamp: o.timestamp + dtS, receivedAt: o.receivedAt + dtS }));
+
+/** Largest |served IV difference| (vol points) of two fits on the given expiries, at every quote and for |k| <= 1. */
+function gapVolPts(a: ChainFit, b: ChainFit, expiries: readonly number[]): number {
+  let gap = 0;
+  for (const ma of a.models) {
+    const mb = b.models.find((m) => m.model === ma.model)!;
+    const sa = buildModelSurface(ma.model, ma.slices);
+    const sb = buildModelSurface(mb.model, mb.slices);
+    for (const s of ma.slices) {
+      if (!expiries.includes(s.expirationTimestamp)) continue;
+      for (const k of [...s.quotes.map((q) => q.k), ...Array.from({ length: 41 }, (_, i) => -1 + i / 20)]) {
+        gap = Math.max(gap, 100 * Math.abs(sa.impliedVolAtLogMoneyness(s.T, k) - sb.impliedVolAtLogMoneyness(s.T, k)));
+      }
+    }
+  }
+  return gap;
+}
+
+const cold = (view: ChainView): ChainFit => fitChain({ ...view, full: true, refitOnly: undefined }, {}, new FitMemory());
+
+describe('ChainState urgency', () => {
+  const events = loadEvents();
+  const options = optionsOf(events);
+  const [e1, e2, e3] = [fullExpiries(options)[2]!, fullExpiries(options)[4]!, fullExpiries(options)[6]!];
+
+  it('an expiry is urgent once one of its marks moved >= the threshold from the mark its expiry was last refitted to', () => {
+    const st = new ChainState('DERIBIT', PAIR, { urgentVolPts: 0.25 });
+    for (const e of events) st.apply(e);
+    // nothing fitted yet: a full fit is due, nothing can be urgent
+    for (const o of remark(options, e3, 0.01, 1)) st.apply(o);
+    expect(st.hasUrgent(0)).toBe(false);
+    const v1 = st.view();
+    expect(v1.full).toBe(true);
+    expect(st.urgentView(v1.version)).toBeNull();
+    // 0.2 vol point: under the threshold
+    const one = options.find((o) => o.expirationTimestamp === e1)!;
+    st.apply({ ...one, markIv: one.markIv + 0.002, timestamp: one.timestamp + 2 });
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    // a drift adding up to 0.3 vol point (in steps of 0.1) against the mark of the last refit becomes urgent
+    st.apply({ ...one, markIv: one.markIv + 0.003, timestamp: one.timestamp + 3 });
+    expect(st.hasUrgent(v1.version)).toBe(true);
+    const other = options.find((o) => o.expirationTimestamp === e2)!;
+    st.apply({ ...other, markIv: other.markIv - 0.004, timestamp: other.timestamp + 3 });
+    const u = st.urgentView(v1.version)!;
+    expect(u.refitOnly).toEqual([e1, e2]);
+    expect(u.full).toBe(false);
+    // handed to a view: no longer urgent, and the new marks are the reference
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    st.apply({ ...one, markIv: one.markIv + 0.004, timestamp: one.timestamp + 4 });
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    st.apply({ ...one, markIv: one.markIv + 0.0056, timestamp: one.timestamp + 5 });
+    expect(st.hasUrgent(v1.version)).toBe(true);
+    // a regular view covers every expiry
+    st.view(v1.version);
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    // a full fit due (e.g. after a reconnect) is never replaced by a partial one
+    st.apply({ ...one, markIv: one.markIv - 0.01, timestamp: one.timestamp + 6 });
+    st.requireFull(st.version);
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    expect(st.urgentView(v1.version)).toBeNull();
+  });
+
+  it('off by default, and rejects a negative threshold', () => {
+    const st = new ChainState('DERIBIT', PAIR);
+    for (const e of events) st.apply(e);
+    const v1 = st.view();
+    for (const o of remark(options, e1, 0.05, 1)) st.apply(o);
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    expect(() => new ChainState('DERIBIT', PAIR, { urgentVolPts: -1 })).toThrow(RangeError);
+  });
+});
+
+describe('urgent partial refit on the real chain', () => {
+  const events = loadEvents();
+  const options = optionsOf(events);
+  const expiries = fullExpiries(options);
+  const target = expiries[Math.floor(expiries.length / 2)]!;
+  const drifting = expiries[1]!;
+
+  it('refits only the urgent expiry (equal to a cold fit within 0.01 vp); the drifting one keeps its fit until the next regular view', () => {
+    const st = new ChainState('DERIBIT', PAIR, { urgentVolPts: 0.25 });
+    for (const e of events) st.apply(e);
+    const fitter = new ChainFitter();
+    const v1 = st.view();
+    fitter.fit(v1);
+    // a parallel shift of +2 vol points on one expiry; 0.1 vol point of drift on another
+    for (const o of remark(options, drifting, 0.001, 2)) st.apply(o);
+    for (const o of remark(options, target, 0.02, 2)) st.apply(o);
+    const u = st.urgentView(v1.version)!;
+    expect(u.refitOnly).toEqual([target]);
+    const partial = fitter.fit(u);
+    const memory = fitter.memoryOf('DERIBIT', PAIR)!;
+    for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+      const pass = memory.lastPass.get(model)!;
+      // the drifting expiry; Vanna-Volga also defers the expiries whose T moved beyond its (tight) reuse limit
+      if (model === 'VANNA_VOLGA') expect(pass.deferred, model).toBeGreaterThanOrEqual(1);
+      else expect(pass.deferred, model).toBe(1);
+      expect(pass.refitted, model).toBe(1);
+    }
+    const reference = cold(u);
+    // the urgent expiry is served as a cold fit of its new marks would serve it
+    expect(gapVolPts(partial, reference, [target])).toBeLessThan(0.01);
+    // it moved by about the shift
+    const svi = partial.models.find((m) => m.model === 'SVI')!;
+    const sTarget = svi.slices.find((s) => s.expirationTimestamp === target)!;
+    expect(sTarget.fit.fittedAt).toBe(u.observationTimestamp);
+    const atmBefore = buildModelSurface('SVI', cold(v1).models.find((m) => m.model === 'SVI')!.slices).impliedVolAtLogMoneyness(sTarget.T, 0);
+    const atmAfter = buildModelSurface('SVI', svi.slices).impliedVolAtLogMoneyness(sTarget.T, 0);
+    expect(100 * (atmAfter - atmBefore)).toBeGreaterThan(1.8);
+    expect(100 * (atmAfter - atmBefore)).toBeLessThan(2.2);
+    // the drifting expiry was not refitted: it says when it was
+    const sDrift = svi.slices.find((s) => s.expirationTimestamp === drifting)!;
+    expect(sDrift.fit.fittedAt).toBe(v1.observationTimestamp);
+
+    // the next regular view refits the deferred expiry: the whole chain equals a cold fit
+    const v2 = st.view(v1.version);
+    expect(v2.refitOnly).toBeUndefined();
+    const regular = fitter.fit(v2);
+    expect(fitter.memoryOf('DERIBIT', PAIR)!.lastPass.get('SVI')!.deferred).toBe(0);
+    expect(regular.models.find((m) => m.model === 'SVI')!.slices.find((s) => s.expirationTimestamp === drifting)!.fit.fittedAt).toBe(v2.observationTimestamp);
+    expect(gapVolPts(regular, cold(v2), expiries)).toBeLessThan(0.01);
+  });
+});
+
+describe('pipeline: urgent moves are published before the throttle elapses', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  const THROTTLE_MS = 60_000;
+
+  function run(urgentVolPts: number) {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    const events$ = new Subject<MarketEvent>();
+    const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
+    const silent = { info: () => {}, warn: () => {}, error: () => {} };
+    const kinds: string[] = [];
+    const p = startPipelines(events$, {
+      cache,
+      clock: new MarketClock(0),
+      throttleMs: THROTTLE_MS,
+      logger: silent,
+      fullRefitEveryMs: 3_600_000,
+      urgentVolPts,
+      onCalibrated: (r) => kinds.push(r.partial ? 'urgent' : 'regular'),
+    });
+    const svi = () => cache.getSurface('DERIBIT', PAIR, 'SVI');
+    return { events$, p, svi, kinds };
+  }
+
+  it('a +2 vol point shift of one expiry is served at once; a 0.1 vol point drift waits for the throttle', () => {
+    const events = loadEvents();
+    const options = optionsOf(events);
+    const expiries = fullExpiries(options);
+    const target = expiries[Math.floor(expiries.length / 2)]!;
+    const { events$, p, svi, kinds } = run(0.25);
+    try {
+      for (const e of events) events$.next(e);
+      expect(svi()).toBeUndefined();
+      vi.advanceTimersByTime(THROTTLE_MS);
+      const first = svi()!;
+      expect(first.sequence).toBe(1);
+      const slice = (s: typeof first) => s.slices.find((x) => x.expirationTimestamp === target)!;
+      const atm0 = Math.sqrt(first.surface.totalVariance(slice(first).T, 0) / slice(first).T);
+
+      // the shift: published without any timer firing
+      for (const o of remark(options, target, 0.02, 2)) events$.next(o);
+      const after = svi()!;
+      expect(after.sequence).toBeGreaterThan(1);
+      expect(kinds.slice(1).every((k) => k === 'urgent')).toBe(true);
+      expect(100 * (Math.sqrt(after.surface.totalVariance(slice(after).T, 0) / slice(after).T) - atm0)).toBeGreaterThan(1.8);
+      expect(p.isSettled()).toBe(false);
+
+      // a drift under the threshold on another expiry: nothing until the throttle elapses
+      const seq = after.sequence;
+      for (const o of remark(options, expiries[1]!, 0.001, 3)) events$.next(o);
+      expect(svi()!.sequence).toBe(seq);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(svi()!.sequence).toBe(seq + 1);
+      expect(kinds[kinds.length - 1]).toBe('regular');
+      expect(p.isSettled()).toBe(true);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
+  it('a shift that arrives while the first (full) fit is in flight is refitted as soon as that fit lands, not at the next throttle', async () => {
+    const events = loadEvents();
+    const options = optionsOf(events);
+    const expiries = fullExpiries(options);
+    const target = expiries[Math.floor(expiries.length / 2)]!;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    const events$ = new Subject<MarketEvent>();
+    const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
+    const fitter = new ChainFitter();
+    const views: ChainView[] = [];
+    let land: (() => void) | null = null;
+    const fit = (view: ChainView): Promise<ChainFit> =>
+      new Promise((resolve) => {
+        views.push(view);
+        land = () => resolve(fitter.fit(view));
+      });
+    const p = startPipelines(events$, { cache, clock: new MarketClock(0), throttleMs: THROTTLE_MS, logger: { info: () => {}, warn: () => {}, error: () => {} }, fullRefitEveryMs: 3_600_000, urgentVolPts: 0.25, fit });
+    try {
+      for (const e of events) events$.next(e);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(views.map((v) => v.full)).toEqual([true]);
+      // the shift arrives while the full fit is in flight
+      for (const o of remark(options, target, 0.02, 2)) events$.next(o);
+      land!();
+      await Promise.resolve();
+      await Promise.resolve();
+      expect(views.length).toBe(2);
+      expect(views[1]!.refitOnly).toEqual([target]);
+      land!();
+      await Promise.resolve();
+      await Promise.resolve();
+      const svi = cache.getSurface('DERIBIT', PAIR, 'SVI')!;
+      expect(svi.sequence).toBe(2);
+      const s = svi.slices.find((x) => x.expirationTimestamp === target)!;
+      expect(s.fit.fittedAt).toBe(views[1]!.observationTimestamp);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
+  it('with the threshold off (0), the shift waits for the throttle', () => {
+    const events = loadEvents();
+    const options = optionsOf(events);
+    const expiries = fullExpiries(options);
+    const target = expiries[Math.floor(expiries.length / 2)]!;
+    const { events$, p, svi, kinds } = run(0);
+    try {
+      for (const e of events) events$.next(e);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(svi()!.sequence).toBe(1);
+      for (const o of remark(options, target, 0.02, 2)) events$.next(o);
+      expect(svi()!.sequence).toBe(1);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(svi()!.sequence).toBe(2);
+      expect(kinds).toEqual(['regular', 'regular']);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+});
