@@ -22,10 +22,17 @@
  * Run once per CALIBRATION_THROTTLE_MS value in BENCH_THROTTLES (default "250,50"; 250 is the
  * service default: calibrations of a pair are at least that far apart, so a tick waits up to that).
  * Targets (issue 12): p99 < 50 ms at rate 1, < 100 ms at rate 5.
+ *
+ * Material moves (the issue's independent probe, {@link materialMoves}): after that window, BENCH_SHIFTS (default
+ * 40) parallel shifts of one BTC expiry by 1 vol point, every 300 ms, iV/byStrike polled every 2 ms; latency from
+ * the last frame of the move written to the service's socket (p50/p99; from the first frame in the details: the
+ * simulator and the proxy share this process, whose own pauses spread a move's frames). This is the figure the
+ * urgent partial refits (CALIBRATION_URGENT_VOL_PTS) improve; run with CALIBRATION_URGENT_VOL_PTS=0 to compare.
  */
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
+import { startDeribitSimulator, type DeribitSimulator } from '../adapters/simulator/deribitServer.js';
+import { deribitDateCode } from '../adapters/simulator/chains.js';
 import { WsProxy, freePort } from '../test/faults/wsProxy.js';
 import { QUICK, forkTs, median, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
 
@@ -48,8 +55,10 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
   let n = 0;
   let recording = false;
   let framesAll = 0;
+  let watcher: ((text: string, at: number) => void) | null = null;
   proxy.tap = (text) => {
     framesAll++;
+    if (watcher) watcher(text, now());
     if (!recording || n >= cap) return;
     if (!text.startsWith('{"jsonrpc":"2.0","method":"subscription"')) return;
     if (!(text.includes('"ticker.BTC-') || text.includes('"deribit_price_index.btc_usd"'))) return;
@@ -144,6 +153,10 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
     }
     const rtt = polls.map((p) => p.receivedAt - p.sentAt);
     if (invisible > 0) notes.push(`freshness (throttle ${throttleMs} ms): ${invisible} of ${n} frames not yet visible at the end of the window`);
+    // the issue's independent probe: material moves of one expiry (the surface above is no longer measured)
+    const shifts = QUICK ? 10 : Number(process.env.BENCH_SHIFTS ?? 40);
+    const moves = await materialMoves({ sim, url, watch: (f) => (watcher = f) }, shifts, 300, 2, 1);
+    if (moves.missed > 0) notes.push(`freshness (throttle ${throttleMs} ms, rate ${rate}): ${moves.missed} of ${shifts} shifts not visible within 3 s`);
     const p50 = quantile(lat, 0.5);
     const p99 = quantile(lat, 0.99);
     const floor = median(rtt);
@@ -168,6 +181,27 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
         },
         {
           section: 'freshness',
+          name: `material move (1 vol pt shift of one expiry, the issue's probe; from its last frame) -> visible via REST, ${label}: p99`,
+          value: quantile(moves.fromLast, 0.99),
+          unit: 'ms',
+          limit: floor,
+          limitName: 'REST poll round trip p50',
+          ratio: floor / quantile(moves.fromLast, 0.99),
+          target: `p99 < ${limitMs} ms`,
+          met: moves.missed === 0 && quantile(moves.fromLast, 0.99) < limitMs,
+          extra: {
+            p50Ms: quantile(moves.fromLast, 0.5),
+            fromFirstFrameP50Ms: quantile(moves.fromFirst, 0.5),
+            fromFirstFrameP99Ms: quantile(moves.fromFirst, 0.99),
+            shifts,
+            missed: moves.missed,
+            expiry: moves.expiry,
+            urgentVolPts: process.env.CALIBRATION_URGENT_VOL_PTS ?? 'default',
+            pollIntervalMs: 2,
+          },
+        },
+        {
+          section: 'freshness',
           name: `tick leaves socket -> visible via REST, ${label}: p50`,
           value: p50,
           unit: 'ms',
@@ -185,6 +219,83 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
     await proxy.close();
     await sim.close();
   }
+}
+
+/** What {@link materialMoves} needs of the running measurement. */
+interface MoveProbe {
+  readonly sim: DeribitSimulator;
+  readonly url: string;
+  /** Set the proxy's watcher of frames (text, write instant); null to stop. */
+  watch(f: ((text: string, at: number) => void) | null): void;
+}
+
+/**
+ * The independent probe of issue 12, in the benchmark: a parallel shift of one expiry's marks by `shiftVolPts`
+ * (alternately up and down) every `everyMs`, its tickers re-published by the simulator at its next market step all at
+ * once (DeribitSimulator.shiftMarks), while iV/byStrike (SVI, at that expiry's forward) is polled every `pollMs`. A
+ * shift is visible at the first answer that moved by at least half the shift in its direction from the last answer
+ * before it. Latency from the LAST shifted frame written to the service's socket (the whole move is known to the
+ * service from then on) and from the first. The expiry: the listed one nearest 30 days with at least 20 quotes.
+ */
+async function materialMoves(probe: MoveProbe, shifts: number, everyMs: number, pollMs: number, shiftVolPts: number): Promise<{ fromLast: number[]; fromFirst: number[]; missed: number; expiry: number }> {
+  const surface = (await (await fetch(`${probe.url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`)).json()) as {
+    observationTimestamp: number;
+    expiries: Array<{ expirationTimestamp: number; forwardPrice: number; diagnostics: { quotesUsed: number } }>;
+  };
+  const target = 30 * 86400 + surface.observationTimestamp;
+  const pick = surface.expiries
+    .filter((x) => x.diagnostics.quotesUsed >= 20)
+    .sort((a, b) => Math.abs(a.expirationTimestamp - target) - Math.abs(b.expirationTimestamp - target))[0];
+  if (!pick) throw new Error('material moves: no BTC expiry with 20 quotes to shift');
+  const expiry = pick.expirationTimestamp;
+  const forward = pick.forwardPrice;
+  const prefix = `BTC-${deribitDateCode(expiry * 1000)}-`;
+  const body = JSON.stringify([{ instrumentId: 'probe', baseCurrency: 'BTC', quoteCurrency: 'USD', source: 'DERIBIT', volatilityModel: 'SVI', expirationTimestamp: expiry, strike: forward }]);
+  const ivNow = async (): Promise<number | null> => {
+    const r = await fetch(`${probe.url}/api/v1/global/data/iV/byStrike`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    if (r.status !== 200) return null;
+    const a = (await r.json()) as Array<{ impliedVolatility: number }>;
+    return a[0]?.impliedVolatility ?? null;
+  };
+  const fromLast: number[] = [];
+  const fromFirst: number[] = [];
+  let missed = 0;
+  const marker = `"ticker.${prefix}`;
+  for (let i = 0; i < shifts; i++) {
+    const start = now();
+    const dir = i % 2 === 0 ? 1 : -1;
+    const before = await ivNow();
+    let first = NaN;
+    let last = NaN;
+    probe.watch((text, at) => {
+      if (!text.includes(marker)) return;
+      if (Number.isNaN(first)) first = at;
+      last = at;
+    });
+    probe.sim.shiftMarks(prefix, (dir * shiftVolPts) / 100);
+    let seenAt = NaN;
+    const deadline = now() + 3_000;
+    while (now() < deadline) {
+      const sentAt = now();
+      const iv = await ivNow();
+      if (before !== null && iv !== null && dir * (iv - before) * 100 >= shiftVolPts / 2) {
+        seenAt = now();
+        break;
+      }
+      const wait = pollMs - (now() - sentAt);
+      if (wait > 0) await sleep(wait);
+    }
+    probe.watch(null);
+    if (Number.isNaN(seenAt) || Number.isNaN(first)) missed++;
+    else {
+      // the burst's frames written after the answer that showed it are not part of what it showed
+      fromLast.push(seenAt - Math.min(last, seenAt));
+      fromFirst.push(seenAt - first);
+    }
+    const rest = everyMs - (now() - start);
+    if (rest > 0) await sleep(rest);
+  }
+  return { fromLast, fromFirst, missed, expiry };
 }
 
 /** Run the freshness benchmark; rows for the table. */

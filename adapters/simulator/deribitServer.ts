@@ -89,6 +89,13 @@ export interface DeribitSimulator {
   readonly chains: DeribitChains;
   readonly faults: SimulatorFaults;
   stats(): SimulatorStats;
+  /**
+   * A parallel move of the marks of every option whose name starts with `instrumentPrefix` (e.g. `BTC-27NOV26-`, one
+   * expiry) by `dVol` (fraction; Market.shiftMarks), and their tickers published at the next market step, all at
+   * once, as a real market reprices an expiry (benchmark of freshness, bench/freshness.ts).
+   * @returns the number of subscribed ticker channels that will publish
+   */
+  shiftMarks(instrumentPrefix: string, dVol: number): number;
   /** Stop ticking, close every socket and the server. */
   close(): Promise<void>;
 }
@@ -503,6 +510,18 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
     chains,
     faults,
     stats: () => ({ framesSent, notificationsSent, ticks }),
+    shiftMarks: (instrumentPrefix: string, dVol: number): number => {
+      market.shiftMarks(instrumentPrefix, dVol);
+      let n = 0;
+      for (const [name, chs] of instrumentChannels) {
+        if (!name.startsWith(instrumentPrefix)) continue;
+        for (const ch of chs) {
+          fresh.add(ch);
+          n++;
+        }
+      }
+      return n;
+    },
     close: async () => {
       clearInterval(timer);
       for (const c of conns) {

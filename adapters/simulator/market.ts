@@ -315,6 +315,8 @@ export class Market {
   readonly seed: number;
   private readonly clock: () => number;
   private readonly states: Record<Underlying, State>;
+  /** Mark IV shifts (fraction) by strike-key prefix ({@link shiftMarks}). */
+  private readonly markShifts = new Map<string, number>();
 
   /** @throws Error when a parameter override is invalid (gamma outside (0, 0.5], spot0 <= 0). */
   constructor(opts: MarketOptions = {}) {
@@ -465,6 +467,8 @@ export class Market {
    */
   markIv(u: Underlying, T: number, k: number, key: string): number {
     if (!(T > 0)) return this.atmVol(u, 0);
+    let shift = 0;
+    for (const [prefix, dv] of this.markShifts) if (key.startsWith(prefix)) shift += dv;
     const atm = this.atmVol(u, T) * Math.sqrt(T);
     let kk = k;
     if (T * 365 < MARK_NOISE.plateauDays) kk = Math.max(-MARK_NOISE.plateauZ * atm, Math.min(MARK_NOISE.plateauZ * atm, k));
@@ -472,7 +476,18 @@ export class Market {
     const z = Math.abs(k) / Math.max(atm, 1e-9);
     const bucket = Math.floor(this.clock() / MARK_NOISE.noiseRefreshMs);
     const noise = (MARK_NOISE.noiseVolPts / 100) * (1 + 0.5 * Math.min(z, 6)) * hashNormal(`${this.seed}:${key}:${bucket}`);
-    return Math.max(iv + noise, 0.01);
+    return Math.max(iv + noise + shift, 0.01);
+  }
+
+  /**
+   * A scenario move of the marks (benchmarks, tests): from now on every mark IV whose strike key starts with
+   * `keyPrefix` (e.g. `BTC-27NOV26-`: one Deribit expiry) is shifted by `dVol` (fraction, added to any earlier shift
+   * of that prefix); the model smile underneath is unchanged. Settlement prices do not see it.
+   * @throws RangeError when dVol is not finite or the prefix is empty
+   */
+  shiftMarks(keyPrefix: string, dVol: number): void {
+    if (!keyPrefix || !Number.isFinite(dVol)) throw new RangeError(`shiftMarks: a non-empty prefix and a finite shift are required`);
+    this.markShifts.set(keyPrefix, (this.markShifts.get(keyPrefix) ?? 0) + dVol);
   }
 
   /** Perpetual mark price S (1 + premium). */
