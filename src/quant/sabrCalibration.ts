@@ -316,10 +316,11 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     extraStarts.push([p.alpha, Math.max(-RHO_MAX, Math.min(RHO_MAX, p.rho)), Math.min(Math.max(p.nu, NU_MIN), nuMax)]);
   }
 
-  const fitAndRepair = (d: Prepared, extra: readonly (readonly number[])[]): { x: number[]; x0: number[]; penalty: boolean } => {
+  /** The fit of `d` with its butterfly repair, and the density check of the returned point on d's grid. */
+  const fitAndRepair = (d: Prepared, extra: readonly (readonly number[])[]): { x: number[]; x0: number[]; penalty: boolean; check: ReturnType<typeof checkSmileDensity> } => {
     const x0 = fit(d, startPoints(d, extra), 0, []).x;
     const chk0 = checkSmileDensity((K) => vol(toParams(x0), K), F, T, checkOpts(d));
-    if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, x0, penalty: false };
+    if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, x0, penalty: false, check: chk0 };
     // Constrained refit: the first penalty weight that gives an arbitrage-free smile wins; if none
     // does, the unpenalized fit is kept and reported as not arbitrage-free (the caller rejects it).
     // Penalty grid: the check's grid (explicit strikes, or the default one built on a 15 % higher ATM vol
@@ -332,10 +333,11 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     let x = x0;
     for (let lambda = 1; lambda <= 1e4; lambda *= 10) {
       x = fit(d, [x], lambda, penaltyGrid(x)).x;
-      if (checkSmileDensity((K) => vol(toParams(x), K), F, T, checkOpts(d)).arbitrageFree) return { x, x0, penalty: true };
+      const chk = checkSmileDensity((K) => vol(toParams(x), K), F, T, checkOpts(d));
+      if (chk.arbitrageFree) return { x, x0, penalty: true, check: chk };
     }
     repairFailed = true;
-    return { x: x0, x0, penalty: false };
+    return { x: x0, x0, penalty: false, check: chk0 };
   };
 
   let used = all;
@@ -380,7 +382,8 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   if (res.penalty) notes.push('density penalty applied (butterfly repair)');
   if (repairFailed && !res.penalty) notes.push('butterfly repair by density penalty failed; unpenalized fit kept');
 
-  const chk = checkSmileDensity((K) => vol(params, K), F, T, checkOpts(used));
+  // the check of the returned point on the grid of the quotes used (done once, in fitAndRepair)
+  const chk = res.check;
   if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage remains: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
   const resUsed = residualsVolPts(params, used, vol);
   const resAll = residualsVolPts(params, all, vol);
