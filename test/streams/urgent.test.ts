@@ -7,7 +7,8 @@
  * - the fitter refits only those expiries; the urgent expiry's served smile equals a COLD fit of the same data
  *   within 0.01 vol point, the deferred ones keep their earlier fit (and say so in fittedAt), and the next regular
  *   view refits them, equal to a cold fit of the whole chain within 0.01 vol point;
- * - the pipeline publishes the urgent refit before the throttle elapses (fake timers: no wall clock), does nothing
+ * - the pipeline publishes the urgent refit (one, for a burst of frames) after the 5 ms coalescing window, long before
+ *   the throttle elapses (fake timers: no wall clock), does nothing
  *   for a move under the threshold until the throttle elapses, and with the threshold off waits for the throttle.
  */
 import { readFileSync } from 'node:fs';
@@ -20,7 +21,7 @@ import { MarketClock } from '../../src/domain/clock.js';
 import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../src/domain/events.js';
 import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { startPipelines } from '../../streams/pipeline.js';
+import { startPipelines, URGENT_COALESCE_MS } from '../../streams/pipeline.js';
 
 const FILE = 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl';
 const PAIR = { base: 'BTC', quote: 'USD' } as const;
@@ -215,11 +216,13 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       const slice = (s: typeof first) => s.slices.find((x) => x.expirationTimestamp === target)!;
       const atm0 = Math.sqrt(first.surface.totalVariance(slice(first).T, 0) / slice(first).T);
 
-      // the shift: published without any timer firing
+      // the shift (its frames back to back): published once the coalescing window has passed, in ONE urgent refit
       for (const o of remark(options, target, 0.02, 2)) events$.next(o);
+      expect(svi()!.sequence).toBe(1);
+      vi.advanceTimersByTime(URGENT_COALESCE_MS);
       const after = svi()!;
-      expect(after.sequence).toBeGreaterThan(1);
-      expect(kinds.slice(1).every((k) => k === 'urgent')).toBe(true);
+      expect(after.sequence).toBe(2);
+      expect(kinds).toEqual(['regular', 'urgent']);
       expect(100 * (Math.sqrt(after.surface.totalVariance(slice(after).T, 0) / slice(after).T) - atm0)).toBeGreaterThan(1.8);
       expect(p.isSettled()).toBe(false);
 
@@ -259,9 +262,12 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       expect(views.map((v) => v.full)).toEqual([true]);
       // the shift arrives while the full fit is in flight
       for (const o of remark(options, target, 0.02, 2)) events$.next(o);
+      vi.advanceTimersByTime(URGENT_COALESCE_MS);
+      expect(views.length).toBe(1);
       land!();
       await Promise.resolve();
       await Promise.resolve();
+      vi.advanceTimersByTime(URGENT_COALESCE_MS);
       expect(views.length).toBe(2);
       expect(views[1]!.refitOnly).toEqual([target]);
       land!();
