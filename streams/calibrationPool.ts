@@ -10,9 +10,10 @@
  * taken shortest-expected-first (an exponentially weighted mean of each pair's own fit times), aged by their
  * waiting time, so that a fast pair waits at most for the one fit in progress, never behind a queue of slow
  * ones, and a slow pair is never starved; a full fit (ChainView.full: start, after the source reconnected, after a
- * roll-off, the periodic safety net) goes before incremental ones, so that data stale after a reconnect is
- * refreshed first; an urgent partial fit (ChainView.refitOnly: a mark moved materially) goes next, and its time does
- * not enter the pair's expected fit time. The pipeline's `latestWins` keeps at most one request per pair in
+ * roll-off) goes before incremental ones, so that data stale after a reconnect is
+ * refreshed first (the periodic safety net's full fit excepted: ChainView.periodic, its data is not stale); an urgent
+ * partial fit (ChainView.refitOnly: a mark moved materially) goes next, and its time does not enter the pair's
+ * expected fit time. The pipeline's `latestWins` keeps at most one request per pair in
  * flight (latest state wins), so a worker's queue holds at most one request per pair.
  *
  * A worker that dies fails its pending requests with an error and is restarted on the next request (its pairs'
@@ -232,9 +233,10 @@ export class CalibrationPool {
     let bestScore = Infinity;
     for (let i = 0; i < slot.queue.length; i++) {
       const q = slot.queue[i]!;
-      // a full fit (start, reconnect of the source, roll-off, the periodic safety net) goes first: after a
+      // a full fit (start, reconnect of the source, roll-off; not the periodic safety net) goes first: after a
       // reconnect that pair's served data is stale until it is done
-      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - (q.view.full ? FULL_FIRST_MS : q.view.refitOnly ? URGENT_FIRST_MS : 0);
+      const head = q.view.full && !q.view.periodic ? FULL_FIRST_MS : q.view.refitOnly ? URGENT_FIRST_MS : 0;
+      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - head;
       if (score < bestScore) {
         bestScore = score;
         best = i;

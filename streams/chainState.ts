@@ -37,6 +37,11 @@ export interface ChainView {
    * a regular view (every changed expiry is refitted).
    */
   readonly refitOnly?: readonly number[];
+  /**
+   * True on a full view that only the periodic safety net asked for (not the first view, a roll-off or a reconnect):
+   * its data is not stale, so it does not jump the calibration worker's queue (streams/calibrationPool.ts).
+   */
+  readonly periodic?: boolean;
 }
 
 /** Options of a {@link ChainState}. */
@@ -155,6 +160,11 @@ export class ChainState {
     return this.options.size;
   }
 
+  /** True when the next view since `sinceVersion` is full for a reason other than the periodic safety net. */
+  fullDue(sinceVersion: number): boolean {
+    return sinceVersion < 1 || this.fullAt > sinceVersion;
+  }
+
   /**
    * True when some expiry moved urgently (see {@link ChainStateOptions.urgentVolPts}) since the last view, and no
    * full fit is pending since `sinceVersion` (a full fit is never replaced by a partial one).
@@ -179,9 +189,12 @@ export class ChainState {
    *   `changedExpiries` are those changed after it, `full` is set when a full fit is needed since then (or when
    *   `sinceVersion` is omitted or < 1: nothing fitted yet). Default: a full view.
    * @param refitOnly internal ({@link urgentView}): the expiries of an urgent partial view
+   * @param periodic a full fit for the periodic safety net only (ChainView.periodic; ignored when a full fit is due
+   *   for another reason)
    */
-  view(sinceVersion = 0, refitOnly?: readonly number[]): ChainView {
-    const full = sinceVersion < 1 || this.fullAt > sinceVersion;
+  view(sinceVersion = 0, refitOnly?: readonly number[], periodic = false): ChainView {
+    const due = this.fullDue(sinceVersion);
+    const full = due || periodic;
     const partial = refitOnly !== undefined && !full;
     const changed: number[] = [];
     for (const [e, v] of this.expiryChangedAt) if (full || v > sinceVersion) changed.push(e);
@@ -205,6 +218,7 @@ export class ChainState {
       full,
       spotChanged: full || this.spotChangedAt > sinceVersion,
       ...(partial ? { refitOnly: Object.freeze([...refitOnly]) } : {}),
+      ...(periodic && !due ? { periodic: true } : {}),
     });
   }
 

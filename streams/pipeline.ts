@@ -184,8 +184,7 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             if (trigger === 'urgent') return s.urgentView(since);
             s.rollOff(clock.now());
             const t = performance.now();
-            if (t - (lastFullAt.get(key) ?? -Infinity) >= fullEveryMs) s.requireFull(s.version);
-            const view = s.view(since);
+            const view = s.view(since, undefined, t - (lastFullAt.get(key) ?? -Infinity) >= fullEveryMs);
             if (view.full) lastFullAt.set(key, t);
             return view;
           };

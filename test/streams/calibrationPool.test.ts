@@ -109,6 +109,20 @@ describe('CalibrationPool', () => {
     expect(order).toEqual(['B', 'A', 'C', 'B2']);
   });
 
+  it("the periodic safety net's full fit does not jump the queue (its data is not stale)", async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
+    const order: string[] = [];
+    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
+    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+    const periodicC: ChainView = { ...C, full: true, periodic: true };
+    const urgentB: ChainView = { ...B, full: false, changedExpiries: [], refitOnly: [] };
+    // A runs at once; the urgent B goes before the periodic full C queued before it
+    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(periodicC), 'C'), tag(pool.fit(urgentB), 'B')]);
+    expect(order).toEqual(['A', 'B', 'C']);
+  });
+
   it('fails queued fits after close', async () => {
     const pool = new CalibrationPool({}, 1);
     const p1 = pool.fit(A).catch((e: Error) => e);

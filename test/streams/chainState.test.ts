@@ -72,6 +72,21 @@ describe('ChainState changed expiries', () => {
     const rolled = st.view(afterFull.version);
     expect(rolled.full).toBe(true);
     expect(rolled.changedExpiries).toEqual([E2, E3]);
+    expect(rolled.periodic).toBeUndefined();
+
+    // the periodic safety net: a full view marked periodic (it does not jump the worker queue), only while no
+    // other reason asks for a full fit; it leaves nothing pending
+    const v4 = rolled.version;
+    const net = st.view(v4, undefined, true);
+    expect(net.full).toBe(true);
+    expect(net.periodic).toBe(true);
+    expect(net.changedExpiries).toEqual([E2, E3]);
+    expect(st.view(v4).full).toBe(false);
+    st.requireFull();
+    st.apply(opt(E2, 100_000, T0 + 4));
+    const both = st.view(v4, undefined, true);
+    expect(both.full).toBe(true);
+    expect(both.periodic).toBeUndefined();
   });
 });
 
