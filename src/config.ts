@@ -91,7 +91,8 @@ export const ConfigSchema = z
     /**
      * Urgency threshold, vol points: an option mark IV that moved at least this far from the mark its expiry was last
      * refitted to triggers an immediate partial refit of that expiry, without waiting for CALIBRATION_THROTTLE_MS
-     * (streams/pipeline.ts); 0 turns it off.
+     * (streams/pipeline.ts); 0 turns it off. Always off with MARKET_SOURCE=replay (a replay gives the same surfaces
+     * every time; urgent refits depend on arrival timing).
      */
     CALIBRATION_URGENT_VOL_PTS: z.coerce.number().min(0).max(100).default(0.25),
     /**

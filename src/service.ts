@@ -200,10 +200,11 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   simHistory?.start({ fitAt: (spec, step) => historyWorker!.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
   const pipelines = startPipelines(events$, {
     cache,
-    fit: (view) => pool.fit(view),
+    fit: (view, signal) => pool.fit(view, undefined, signal),
     clock,
     throttleMs: config.CALIBRATION_THROTTLE_MS,
-    urgentVolPts: config.CALIBRATION_URGENT_VOL_PTS,
+    // off in replay: urgent refits depend on arrival timing, and a replay must give the same surfaces every time
+    urgentVolPts: replay ? 0 : config.CALIBRATION_URGENT_VOL_PTS,
     logger: logger.child({ component: 'streams' }),
     onCalibrated: (r) => {
       monitoring.observeCalibration(r);

@@ -24,6 +24,14 @@ import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 
+/** The rejection of a fit withdrawn from the queue before a worker started it ({@link CalibrationPool.fit}'s signal). */
+export class FitWithdrawnError extends Error {
+  constructor() {
+    super('calibration fit withdrawn before it started');
+    this.name = 'FitWithdrawnError';
+  }
+}
+
 /** Default pool size: one worker per core, minus one core for REST and ingest, at least one. */
 export function defaultPoolSize(): number {
   return Math.max(1, availableParallelism() - 1);
@@ -191,14 +199,28 @@ export class CalibrationPool {
 
   /**
    * Fit `view` in the worker owning its (source, pair), with that pair's memory in `namespace` (default 'live').
+   * @param signal aborting it while the fit still waits in the queue withdraws the fit (rejected with
+   *   {@link FitWithdrawnError}); once the worker has started it, the fit runs to its end
    * @throws Error (rejected promise) when the worker fails or the pool is closed
    */
-  fit(view: ChainView, namespace?: string): Promise<ChainFit> {
+  fit(view: ChainView, namespace?: string, signal?: AbortSignal): Promise<ChainFit> {
     if (this.closed) return Promise.reject(new Error('calibration pool closed'));
+    if (signal?.aborted) return Promise.reject(new FitWithdrawnError());
     const key = `${namespace ?? 'live'}:${view.source}:${view.pair.base}/${view.pair.quote}`;
     const slot = this.slots[this.slotOf(key)]!;
     return new Promise<ChainFit>((resolve, reject) => {
-      slot.queue.push({ key, view, namespace, enqueuedAt: now(), resolve, reject });
+      const job: Queued = { key, view, namespace, enqueuedAt: now(), resolve, reject };
+      slot.queue.push(job);
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const i = slot.queue.indexOf(job);
+          if (i < 0) return; // started (or done): too late
+          slot.queue.splice(i, 1);
+          reject(new FitWithdrawnError());
+        },
+        { once: true },
+      );
       this.pump(slot);
     });
   }

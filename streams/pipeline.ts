@@ -26,7 +26,7 @@
  * fit entry point (the worker's ChainFitter, which keeps each pair's previous slices in its FitMemory) decides
  * what to refit from them.
  */
-import { auditTime, filter, groupBy, map, merge, mergeMap, share, Subject, Subscription, type Observable } from 'rxjs';
+import { auditTime, filter, groupBy, map, merge, mergeMap, share, Subject, Subscription, tap, type Observable } from 'rxjs';
 import type { Clock } from '../src/domain/clock.js';
 import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../src/domain/events.js';
 import { pairKey } from '../src/domain/markets.js';
@@ -35,6 +35,7 @@ import { ChainState } from './chainState.js';
 import { buildSnapshots, ChainFitter, type ChainFit, type CalibrationResult } from './calibrate.js';
 import type { ChainView } from './chainState.js';
 import { latestWins } from './operators.js';
+import { FitWithdrawnError } from './calibrationPool.js';
 import type { Logger } from '../src/domain/logger.js';
 
 /** What the pipeline needs of a logger. */
@@ -49,9 +50,11 @@ export interface PipelineOptions {
   readonly logger: PipelineLogger;
   /**
    * Fits a chain view; default a {@link ChainFitter} on this thread. The service passes a worker
-   * thread's fit (streams/calibrationPool.ts) so that fitting never blocks REST.
+   * thread's fit (streams/calibrationPool.ts) so that fitting never blocks REST. `signal` is aborted when an
+   * urgent refit of the pair arrives while this (regular) fit still waits for a worker: the fit may then be withdrawn
+   * (rejected with the pool's FitWithdrawnError); the urgent refit runs first and the regular one again after it.
    */
-  readonly fit?: (view: ChainView) => ChainFit | Promise<ChainFit>;
+  readonly fit?: (view: ChainView, signal?: AbortSignal) => ChainFit | Promise<ChainFit>;
   /** Called after each calibration (metrics, logs). */
   readonly onCalibrated?: (r: CalibrationResult) => void;
   /**
@@ -81,10 +84,10 @@ export interface PipelineOptions {
  */
 export const URGENT_COALESCE_MS = 5;
 
-/** What starts a recalibration: the throttled regular one, or an urgent partial one. */
-type Trigger = 'regular' | 'urgent';
-/** Two triggers waiting for one fit: a regular one covers an urgent one. */
-const mergeTriggers = (a: Trigger, b: Trigger): Trigger => (a === 'regular' || b === 'regular' ? 'regular' : 'urgent');
+/** What starts a recalibration: the throttled regular one, an urgent partial one, or both waiting. */
+type Trigger = 'regular' | 'urgent' | 'both';
+/** Two triggers waiting for one fit: both kinds are kept (the urgent partial refit runs first, then the regular one). */
+const mergeTriggers = (a: Trigger, b: Trigger): Trigger => (a === b ? a : 'both');
 
 type ChainEvent = OptionQuote | FutureQuote | IndexPrice;
 
@@ -175,39 +178,75 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
           const kickIfUrgent = (): void => {
             if (state!.hasUrgent(fittedVersion.get(key) ?? 0)) kick$.next();
           };
-          /** The view of the run in flight (at most one). */
+          /** A regular recalibration owed after the urgent one running first (or withdrawn from the queue for it). */
+          const regularKick$ = new Subject<void>();
+          let regularOwed = false;
+          /** The view of the run in flight (at most one), and how to withdraw it while it waits for a worker (regular runs). */
           let inFlight: ChainView | null = null;
-          /** The view for a trigger, taken now (the latest state); null when an urgent trigger has nothing left to do. */
+          let withdraw: AbortController | null = null;
+          /** After an urgent run: the regular one it went before is due now (its throttle window has passed). */
+          const settleOwed = (): void => {
+            if (!regularOwed) return;
+            regularOwed = false;
+            regularKick$.next();
+          };
+          /**
+           * The view for a trigger, taken now (the latest state): the urgent partial view first when one is due, else
+           * the regular one when a regular run is asked for (or owed); null when nothing is left to do.
+           */
           const viewFor = (trigger: Trigger): ChainView | null => {
             const s = state!;
             const since = fittedVersion.get(key) ?? 0;
-            if (trigger === 'urgent') return s.urgentView(since);
+            const wantRegular = trigger !== 'urgent' || regularOwed;
+            if (trigger !== 'regular') {
+              const urgentView = s.urgentView(since);
+              if (urgentView) {
+                if (wantRegular) regularOwed = true;
+                return urgentView;
+              }
+            }
+            if (!wantRegular) return null;
+            regularOwed = false;
             s.rollOff(clock.now());
             const t = performance.now();
             const view = s.view(since, undefined, t - (lastFullAt.get(key) ?? -Infinity) >= fullEveryMs);
             if (view.full) lastFullAt.set(key, t);
             return view;
           };
-          return merge(regular$, urgent$).pipe(
+          return merge(regular$, merge(urgent$, regularKick$.pipe(map((): Trigger => 'regular')))).pipe(
+            // an urgent refit withdraws the pair's regular fit still waiting for a worker: it runs first, the regular after
+            tap((trigger) => {
+              if (trigger !== 'regular' && withdraw) withdraw.abort();
+            }),
             latestWins(
               (trigger): { chainFit: ChainFit; view: ChainView } | null | Promise<{ chainFit: ChainFit; view: ChainView }> => {
                 const view = viewFor(trigger);
                 if (!view) return null;
                 inFlight = view;
-                const r = fit(view);
+                withdraw = view.refitOnly ? null : new AbortController();
+                const r = fit(view, withdraw?.signal);
                 return r instanceof Promise ? r.then((chainFit) => ({ chainFit, view })) : { chainFit: r, view };
               },
               (err) => {
                 const view = inFlight!;
+                withdraw = null;
+                if (err instanceof FitWithdrawnError) {
+                  // nothing ran: the urgent refit waiting goes first, this regular one after it
+                  regularOwed = true;
+                  regularKick$.next();
+                  return;
+                }
                 // a failed regular run still counts as done for that version: the last good surface stays
                 if (!view.refitOnly) calibratedVersion.set(key, view.version);
                 logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}`, partial: view.refitOnly !== undefined }, 'calibration failed; the last good surface stays');
+                if (view.refitOnly) settleOwed();
                 kickIfUrgent();
               },
               mergeTriggers,
             ),
             filter((x): x is { chainFit: ChainFit; view: ChainView } => x !== null),
             map(({ chainFit, view }) => {
+              withdraw = null;
               const seq = (sequences.get(key) ?? 0) + 1;
               sequences.set(key, seq);
               const built = buildSnapshots(chainFit, seq, lastResults.get(key));
@@ -219,6 +258,7 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
               }
               // an urgent move that arrived while a full fit was due (no partial view then) is not left to the throttle
               kickIfUrgent();
+              if (view.refitOnly) settleOwed();
               return result;
             }),
           );

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
-import { CalibrationPool, defaultPoolSize } from '../../streams/calibrationPool.js';
+import { CalibrationPool, FitWithdrawnError, defaultPoolSize } from '../../streams/calibrationPool.js';
 import { HistoryWorker } from '../../adapters/simulator/historyPool.js';
 import type { Pair } from '../../src/domain/markets.js';
 
@@ -121,6 +121,24 @@ describe('CalibrationPool', () => {
     // A runs at once; the urgent B goes before the periodic full C queued before it
     await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(periodicC), 'C'), tag(pool.fit(urgentB), 'B')]);
     expect(order).toEqual(['A', 'B', 'C']);
+  });
+
+  it('a fit withdrawn while it waits for the worker is rejected and never runs; once started it runs to its end', async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    await pool.fit(A);
+    const running = new AbortController();
+    const queued = new AbortController();
+    const first = pool.fit(B, undefined, running.signal);
+    const second = pool.fit(C, undefined, queued.signal).catch((e: Error) => e);
+    running.abort(); // B has started: too late
+    queued.abort(); // C still waits: withdrawn
+    expect((await first).version).toBe(B.version);
+    expect(await second).toBeInstanceOf(FitWithdrawnError);
+    expect(pool.stats().queued).toBe(0);
+    const aborted = new AbortController();
+    aborted.abort();
+    await expect(pool.fit(C, undefined, aborted.signal)).rejects.toBeInstanceOf(FitWithdrawnError);
   });
 
   it('fails queued fits after close', async () => {

@@ -22,6 +22,7 @@ import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../sr
 import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { startPipelines, URGENT_COALESCE_MS } from '../../streams/pipeline.js';
+import { FitWithdrawnError } from '../../streams/calibrationPool.js';
 
 const FILE = 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl';
 const PAIR = { base: 'BTC', quote: 'USD' } as const;
@@ -277,6 +278,67 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       expect(svi.sequence).toBe(2);
       const s = svi.slices.find((x) => x.expirationTimestamp === target)!;
       expect(s.fit.fittedAt).toBe(views[1]!.observationTimestamp);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
+  it('an urgent refit withdraws the regular fit still waiting for a worker, runs first, and the regular one runs after it', async () => {
+    const events = loadEvents();
+    const options = optionsOf(events);
+    const expiries = fullExpiries(options);
+    const target = expiries[Math.floor(expiries.length / 2)]!;
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    const events$ = new Subject<MarketEvent>();
+    const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
+    const fitter = new ChainFitter();
+    const views: ChainView[] = [];
+    const outcome: string[] = [];
+    let land: (() => void) | null = null;
+    // a worker queue of one: a fit waits until land() is called, and can be withdrawn until then
+    const fit = (view: ChainView, signal?: AbortSignal): Promise<ChainFit> =>
+      new Promise((resolve, reject) => {
+        views.push(view);
+        signal?.addEventListener('abort', () => {
+          outcome.push('withdrawn');
+          reject(new FitWithdrawnError());
+        });
+        land = () => {
+          outcome.push(view.refitOnly ? 'urgent' : view.full ? 'full' : 'regular');
+          resolve(fitter.fit(view));
+        };
+      });
+    const p = startPipelines(events$, { cache, clock: new MarketClock(0), throttleMs: THROTTLE_MS, logger: { info: () => {}, warn: () => {}, error: () => {} }, fullRefitEveryMs: 3_600_000, urgentVolPts: 0.25, fit });
+    const flush = async () => {
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+    };
+    try {
+      for (const e of events) events$.next(e);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      land!();
+      await flush();
+      // a drift under the threshold: the regular fit is asked for and waits for the worker
+      for (const o of remark(options, expiries[1]!, 0.001, 2)) events$.next(o);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(views.length).toBe(2);
+      expect(views[1]!.refitOnly).toBeUndefined();
+      // the shift: the urgent refit withdraws it and goes first
+      for (const o of remark(options, target, 0.02, 3)) events$.next(o);
+      vi.advanceTimersByTime(URGENT_COALESCE_MS);
+      await flush();
+      expect(views.length).toBe(3);
+      expect(views[2]!.refitOnly).toEqual([target]);
+      land!();
+      await flush();
+      // then the regular one, taken from the latest state
+      expect(views.length).toBe(4);
+      expect(views[3]!.refitOnly).toBeUndefined();
+      expect(views[3]!.changedExpiries).toEqual(expect.arrayContaining([expiries[1]!, target]));
+      land!();
+      await flush();
+      expect(outcome).toEqual(['full', 'withdrawn', 'urgent', 'regular']);
+      expect(cache.getSurface('DERIBIT', PAIR, 'SVI')!.sequence).toBe(3);
+      expect(p.isSettled()).toBe(true);
     } finally {
       p.subscription.unsubscribe();
     }
