@@ -170,7 +170,7 @@ export class ChainState {
    * full fit is pending since `sinceVersion` (a full fit is never replaced by a partial one).
    */
   hasUrgent(sinceVersion: number): boolean {
-    return this.urgent.size > 0 && sinceVersion >= 1 && this.fullAt <= sinceVersion;
+    return this.urgent.size > 0 && !this.fullDue(sinceVersion);
   }
 
   /**
