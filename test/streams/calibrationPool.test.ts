@@ -67,59 +67,45 @@ describe('CalibrationPool', () => {
     expect(fa.models.find((m) => m.model === 'SVI')!.slices.length).toBe(11);
   });
 
-  it('runs a fast pair queued behind a slow one first (shortest expected fit first)', async () => {
+  /** A one-worker pool that has learnt each pair's fit time, and a recorder of the order in which fits finish. */
+  async function warmPool() {
     const pool = new CalibrationPool({}, 1);
     pools.push(pool);
-    // learn each pair's fit time
     for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
-    const exp = pool.stats().expectedMs;
-    expect(exp['live:DERIBIT:ETH/USD']!).toBeLessThan(exp['live:DERIBIT:SOL/USDC']!);
     const order: string[] = [];
     const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
+    return { pool, order, tag };
+  }
+  const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
+  const urgent = (v: ChainView): ChainView => ({ ...incremental(v), refitOnly: [] });
+
+  it('runs a fast pair queued behind a slow one first (shortest expected fit first)', async () => {
+    const { pool, order, tag } = await warmPool();
+    const exp = pool.stats().expectedMs;
+    expect(exp['live:DERIBIT:ETH/USD']!).toBeLessThan(exp['live:DERIBIT:SOL/USDC']!);
     // A runs at once; C (slow) and B (fast) wait for the worker: B goes before C although queued after it
-    const inc = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
-    await Promise.all([tag(pool.fit(inc(A)), 'A'), tag(pool.fit(inc(C)), 'C'), tag(pool.fit(inc(B)), 'B')]);
+    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(incremental(C)), 'C'), tag(pool.fit(incremental(B)), 'B')]);
     expect(order).toEqual(['A', 'B', 'C']);
   });
 
   it('a full fit (e.g. after a reconnect) goes before incremental ones in the queue', async () => {
-    const pool = new CalibrationPool({}, 1);
-    pools.push(pool);
-    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
-    const order: string[] = [];
-    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
-    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
-    const fullC: ChainView = { ...C, full: true };
+    const { pool, order, tag } = await warmPool();
     // A runs at once; B (fast, incremental) and C (slow, full) wait: C goes first
-    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(incremental(B)), 'B'), tag(pool.fit(fullC), 'C')]);
+    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(incremental(B)), 'B'), tag(pool.fit({ ...C, full: true }), 'C')]);
     expect(order).toEqual(['A', 'C', 'B']);
   });
 
   it('an urgent partial fit goes before regular incremental ones, after a full one', async () => {
-    const pool = new CalibrationPool({}, 1);
-    pools.push(pool);
-    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
-    const order: string[] = [];
-    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
-    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
-    const urgentC: ChainView = { ...C, full: false, changedExpiries: [], refitOnly: [] };
-    const fullA: ChainView = { ...A, full: true };
+    const { pool, order, tag } = await warmPool();
     // B runs at once; then the full A, the urgent C, and last the regular B queued before them
-    await Promise.all([tag(pool.fit(incremental(B)), 'B'), tag(pool.fit(incremental(B)), 'B2'), tag(pool.fit(urgentC), 'C'), tag(pool.fit(fullA), 'A')]);
+    await Promise.all([tag(pool.fit(incremental(B)), 'B'), tag(pool.fit(incremental(B)), 'B2'), tag(pool.fit(urgent(C)), 'C'), tag(pool.fit({ ...A, full: true }), 'A')]);
     expect(order).toEqual(['B', 'A', 'C', 'B2']);
   });
 
   it("the periodic safety net's full fit does not jump the queue (its data is not stale)", async () => {
-    const pool = new CalibrationPool({}, 1);
-    pools.push(pool);
-    for (let i = 0; i < 2; i++) for (const v of [A, B, C]) await pool.fit(v);
-    const order: string[] = [];
-    const tag = (p: Promise<ChainFit>, name: string) => p.then(() => order.push(name));
-    const incremental = (v: ChainView): ChainView => ({ ...v, full: false, changedExpiries: [] });
-    const periodicC: ChainView = { ...C, full: true, periodic: true };
-    const urgentB: ChainView = { ...B, full: false, changedExpiries: [], refitOnly: [] };
+    const { pool, order, tag } = await warmPool();
     // A runs at once; the urgent B goes before the periodic full C queued before it
-    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit(periodicC), 'C'), tag(pool.fit(urgentB), 'B')]);
+    await Promise.all([tag(pool.fit(incremental(A)), 'A'), tag(pool.fit({ ...C, full: true, periodic: true }), 'C'), tag(pool.fit(urgent(B)), 'B')]);
     expect(order).toEqual(['A', 'B', 'C']);
   });
 

@@ -183,7 +183,16 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
 
   const THROTTLE_MS = 60_000;
 
-  function run(urgentVolPts: number) {
+  /** The recorded chain, its expiries with many quotes, and the one the tests shift. */
+  function chain() {
+    const events = loadEvents();
+    const options = optionsOf(events);
+    const expiries = fullExpiries(options);
+    return { events, options, expiries, target: expiries[Math.floor(expiries.length / 2)]! };
+  }
+
+  /** Pipelines on fake timers (no wall clock), fitting in this thread unless `fit` is given. */
+  function run(urgentVolPts: number, fit?: (view: ChainView, signal?: AbortSignal) => Promise<ChainFit>) {
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
     const events$ = new Subject<MarketEvent>();
     const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
@@ -197,16 +206,43 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       fullRefitEveryMs: 3_600_000,
       urgentVolPts,
       onCalibrated: (r) => kinds.push(r.partial ? 'urgent' : 'regular'),
+      ...(fit ? { fit } : {}),
     });
     const svi = () => cache.getSurface('DERIBIT', PAIR, 'SVI');
     return { events$, p, svi, kinds };
   }
 
+  /**
+   * A worker the test releases one fit at a time: a fit waits until `land()`, and can be withdrawn (its signal)
+   * until then. `outcome` records each fit as it lands or is withdrawn.
+   */
+  function heldWorker() {
+    const fitter = new ChainFitter();
+    const views: ChainView[] = [];
+    const outcome: string[] = [];
+    let release: (() => void) | null = null;
+    const fit = (view: ChainView, signal?: AbortSignal): Promise<ChainFit> =>
+      new Promise((resolve, reject) => {
+        views.push(view);
+        signal?.addEventListener('abort', () => {
+          outcome.push('withdrawn');
+          reject(new FitWithdrawnError());
+        });
+        release = () => {
+          outcome.push(view.refitOnly ? 'urgent' : view.full ? 'full' : 'regular');
+          resolve(fitter.fit(view));
+        };
+      });
+    /** Release the fit waiting, and let the promise chain settle. */
+    const land = async (): Promise<void> => {
+      release!();
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+    };
+    return { fit, views, outcome, land };
+  }
+
   it('a +2 vol point shift of one expiry is served at once; a 0.1 vol point drift waits for the throttle', () => {
-    const events = loadEvents();
-    const options = optionsOf(events);
-    const expiries = fullExpiries(options);
-    const target = expiries[Math.floor(expiries.length / 2)]!;
+    const { events, options, expiries, target } = chain();
     const { events$, p, svi, kinds } = run(0.25);
     try {
       for (const e of events) events$.next(e);
@@ -241,103 +277,57 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
   });
 
   it('a shift that arrives while the first (full) fit is in flight is refitted as soon as that fit lands, not at the next throttle', async () => {
-    const events = loadEvents();
-    const options = optionsOf(events);
-    const expiries = fullExpiries(options);
-    const target = expiries[Math.floor(expiries.length / 2)]!;
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
-    const events$ = new Subject<MarketEvent>();
-    const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
-    const fitter = new ChainFitter();
-    const views: ChainView[] = [];
-    let land: (() => void) | null = null;
-    const fit = (view: ChainView): Promise<ChainFit> =>
-      new Promise((resolve) => {
-        views.push(view);
-        land = () => resolve(fitter.fit(view));
-      });
-    const p = startPipelines(events$, { cache, clock: new MarketClock(0), throttleMs: THROTTLE_MS, logger: { info: () => {}, warn: () => {}, error: () => {} }, fullRefitEveryMs: 3_600_000, urgentVolPts: 0.25, fit });
+    const { events, options, target } = chain();
+    const worker = heldWorker();
+    const { events$, p, svi } = run(0.25, worker.fit);
     try {
       for (const e of events) events$.next(e);
       vi.advanceTimersByTime(THROTTLE_MS);
-      expect(views.map((v) => v.full)).toEqual([true]);
+      expect(worker.views.map((v) => v.full)).toEqual([true]);
       // the shift arrives while the full fit is in flight
       for (const o of remark(options, target, 0.02, 2)) events$.next(o);
       vi.advanceTimersByTime(URGENT_COALESCE_MS);
-      expect(views.length).toBe(1);
-      land!();
-      await Promise.resolve();
-      await Promise.resolve();
+      expect(worker.views.length).toBe(1);
+      await worker.land();
       vi.advanceTimersByTime(URGENT_COALESCE_MS);
-      expect(views.length).toBe(2);
-      expect(views[1]!.refitOnly).toEqual([target]);
-      land!();
-      await Promise.resolve();
-      await Promise.resolve();
-      const svi = cache.getSurface('DERIBIT', PAIR, 'SVI')!;
-      expect(svi.sequence).toBe(2);
-      const s = svi.slices.find((x) => x.expirationTimestamp === target)!;
-      expect(s.fit.fittedAt).toBe(views[1]!.observationTimestamp);
+      expect(worker.views.length).toBe(2);
+      expect(worker.views[1]!.refitOnly).toEqual([target]);
+      await worker.land();
+      expect(svi()!.sequence).toBe(2);
+      const s = svi()!.slices.find((x) => x.expirationTimestamp === target)!;
+      expect(s.fit.fittedAt).toBe(worker.views[1]!.observationTimestamp);
     } finally {
       p.subscription.unsubscribe();
     }
   });
 
   it('an urgent refit withdraws the regular fit still waiting for a worker, runs first, and the regular one runs after it', async () => {
-    const events = loadEvents();
-    const options = optionsOf(events);
-    const expiries = fullExpiries(options);
-    const target = expiries[Math.floor(expiries.length / 2)]!;
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
-    const events$ = new Subject<MarketEvent>();
-    const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
-    const fitter = new ChainFitter();
-    const views: ChainView[] = [];
-    const outcome: string[] = [];
-    let land: (() => void) | null = null;
-    // a worker queue of one: a fit waits until land() is called, and can be withdrawn until then
-    const fit = (view: ChainView, signal?: AbortSignal): Promise<ChainFit> =>
-      new Promise((resolve, reject) => {
-        views.push(view);
-        signal?.addEventListener('abort', () => {
-          outcome.push('withdrawn');
-          reject(new FitWithdrawnError());
-        });
-        land = () => {
-          outcome.push(view.refitOnly ? 'urgent' : view.full ? 'full' : 'regular');
-          resolve(fitter.fit(view));
-        };
-      });
-    const p = startPipelines(events$, { cache, clock: new MarketClock(0), throttleMs: THROTTLE_MS, logger: { info: () => {}, warn: () => {}, error: () => {} }, fullRefitEveryMs: 3_600_000, urgentVolPts: 0.25, fit });
-    const flush = async () => {
-      for (let i = 0; i < 5; i++) await Promise.resolve();
-    };
+    const { events, options, expiries, target } = chain();
+    const worker = heldWorker();
+    const { events$, p, svi } = run(0.25, worker.fit);
     try {
       for (const e of events) events$.next(e);
       vi.advanceTimersByTime(THROTTLE_MS);
-      land!();
-      await flush();
+      await worker.land();
       // a drift under the threshold: the regular fit is asked for and waits for the worker
       for (const o of remark(options, expiries[1]!, 0.001, 2)) events$.next(o);
       vi.advanceTimersByTime(THROTTLE_MS);
-      expect(views.length).toBe(2);
-      expect(views[1]!.refitOnly).toBeUndefined();
+      expect(worker.views.length).toBe(2);
+      expect(worker.views[1]!.refitOnly).toBeUndefined();
       // the shift: the urgent refit withdraws it and goes first
       for (const o of remark(options, target, 0.02, 3)) events$.next(o);
       vi.advanceTimersByTime(URGENT_COALESCE_MS);
-      await flush();
-      expect(views.length).toBe(3);
-      expect(views[2]!.refitOnly).toEqual([target]);
-      land!();
-      await flush();
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+      expect(worker.views.length).toBe(3);
+      expect(worker.views[2]!.refitOnly).toEqual([target]);
+      await worker.land();
       // then the regular one, taken from the latest state
-      expect(views.length).toBe(4);
-      expect(views[3]!.refitOnly).toBeUndefined();
-      expect(views[3]!.changedExpiries).toEqual(expect.arrayContaining([expiries[1]!, target]));
-      land!();
-      await flush();
-      expect(outcome).toEqual(['full', 'withdrawn', 'urgent', 'regular']);
-      expect(cache.getSurface('DERIBIT', PAIR, 'SVI')!.sequence).toBe(3);
+      expect(worker.views.length).toBe(4);
+      expect(worker.views[3]!.refitOnly).toBeUndefined();
+      expect(worker.views[3]!.changedExpiries).toEqual(expect.arrayContaining([expiries[1]!, target]));
+      await worker.land();
+      expect(worker.outcome).toEqual(['full', 'withdrawn', 'urgent', 'regular']);
+      expect(svi()!.sequence).toBe(3);
       expect(p.isSettled()).toBe(true);
     } finally {
       p.subscription.unsubscribe();
@@ -345,10 +335,7 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
   });
 
   it('with the threshold off (0), the shift waits for the throttle', () => {
-    const events = loadEvents();
-    const options = optionsOf(events);
-    const expiries = fullExpiries(options);
-    const target = expiries[Math.floor(expiries.length / 2)]!;
+    const { events, options, target } = chain();
     const { events$, p, svi, kinds } = run(0);
     try {
       for (const e of events) events$.next(e);
