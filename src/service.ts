@@ -218,6 +218,10 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     },
   });
 
+  // replay: once the file is read, every pair is fitted cold from its final state, so that the surfaces served at the
+  // end do not depend on which intermediate states the timing of the reading let the warm refits start from
+  void replayDone?.then(() => pipelines.refitAllFull());
+
   // /metrics: guarded by METRICS_KEY, else by the API keys (src/api/plugins/metricsAuth.ts); on the API port,
   // or alone on METRICS_HOST:METRICS_PORT
   const metricsKey = metricsKeyFromConfig(config);

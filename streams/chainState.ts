@@ -155,6 +155,15 @@ export class ChainState {
     this.fullAt = Math.max(this.fullAt, atVersion);
   }
 
+  /**
+   * A full cold fit of the current state is needed now (no market change: the version moves on by one so that the
+   * pipeline's settled test waits for that fit).
+   */
+  requireFullNow(): void {
+    this.version++;
+    this.fullAt = this.version;
+  }
+
   /** Number of option instruments held. */
   get optionCount(): number {
     return this.options.size;

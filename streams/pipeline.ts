@@ -104,6 +104,12 @@ export interface Pipelines {
    * version (nothing pending or in flight). Replay uses it to know the final state is served.
    */
   isSettled(): boolean;
+  /**
+   * Ask every (source, pair) seen so far for a full cold fit of its latest state, at once (isSettled turns false
+   * until each is done). The service calls it when a replay has been read: the served end state then depends on the
+   * recorded data alone, not on which intermediate states the timing let the warm refits start from.
+   */
+  refitAllFull(): void;
 }
 
 /**
@@ -126,6 +132,7 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
   const lastFullAt = new Map<string, number>();
   const fullEveryMs = opts.fullRefitEveryMs ?? 60_000;
   const wasDisconnected = new Set<string>();
+  const fullAll$ = new Subject<void>();
 
   subs.add(
     shared$
@@ -208,12 +215,21 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             if (!wantRegular) return null;
             regularOwed = false;
             s.rollOff(clock.now());
+            // nothing applied since the last successful fit and no full fit due: that fit already shows this state
+            if (s.version <= since && !s.fullDue(since)) return null;
             const t = performance.now();
             const view = s.view(since, undefined, t - (lastFullAt.get(key) ?? -Infinity) >= fullEveryMs);
             if (view.full) lastFullAt.set(key, t);
             return view;
           };
-          return merge(regular$, merge(urgent$, regularKick$.pipe(map((): Trigger => 'regular')))).pipe(
+          const fullNow$ = fullAll$.pipe(
+            filter(() => state !== null),
+            map((): Trigger => {
+              state!.requireFullNow();
+              return 'regular';
+            }),
+          );
+          return merge(regular$, urgent$, regularKick$.pipe(map((): Trigger => 'regular')), fullNow$).pipe(
             // an urgent refit withdraws the pair's regular fit still waiting for a worker: it runs first, the regular after
             tap((trigger) => {
               if (trigger !== 'regular' && withdraw) withdraw.abort();
@@ -276,5 +292,6 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
       for (const [key, st] of states) if ((calibratedVersion.get(key) ?? -1) < st.version) return false;
       return true;
     },
+    refitAllFull: () => fullAll$.next(),
   };
 }

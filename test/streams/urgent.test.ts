@@ -334,6 +334,30 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
     }
   });
 
+  it('refitAllFull (end of a replay): a full cold fit of the latest state at once; settled only once it is done', async () => {
+    const { events } = chain();
+    const worker = heldWorker();
+    const { events$, p, svi } = run(0.25, worker.fit);
+    try {
+      for (const e of events) events$.next(e);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      await worker.land();
+      expect(p.isSettled()).toBe(true);
+      p.refitAllFull();
+      expect(worker.views.length).toBe(2);
+      expect(worker.views[1]!.full).toBe(true);
+      expect(p.isSettled()).toBe(false);
+      await worker.land();
+      expect(p.isSettled()).toBe(true);
+      expect(svi()!.sequence).toBe(2);
+      // no change since: a trigger now has nothing to fit
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(worker.views.length).toBe(2);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
   it('with the threshold off (0), the shift waits for the throttle', () => {
     const { events, options, target } = chain();
     const { events$, p, svi, kinds } = run(0);
