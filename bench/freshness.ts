@@ -191,6 +191,9 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
           met: moves.missed === 0 && quantile(moves.fromLast, 0.99) < limitMs,
           extra: {
             p50Ms: quantile(moves.fromLast, 0.5),
+            p90Ms: quantile(moves.fromLast, 0.9),
+            // the slowest moves, ms: one slow move makes the p99 of 80
+            slowestMs: [...moves.fromLast].sort((x, y) => y - x).slice(0, 4).map((x) => Math.round(x)).join(' '),
             fromFirstFrameP50Ms: quantile(moves.fromFirst, 0.5),
             fromFirstFrameP99Ms: quantile(moves.fromFirst, 0.99),
             shifts,

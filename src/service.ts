@@ -190,6 +190,8 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     ...(config.ROLE === 'api' ? {} : { publisher: () => kafka.publisher }),
     // the replica's consumer series (ROLE=api), the ownership series of a sharded calibrator
     registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry].filter((r) => r !== undefined),
+    // the pool is made just below (a scrape reads it later); an API replica fits nothing
+    ...(config.ROLE === 'api' ? {} : { calibrationPool: () => pool.stats() }),
     market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
   });
   const seenPairs = new Set<string>();

@@ -200,6 +200,14 @@ export class FitMemory {
    * changed ("deferred": its fit memory keeps the old inputs, so the next regular view refits it).
    */
   refitOnly: ReadonlySet<number> | null = null;
+  /**
+   * Set by {@link fitChain} on a regular incremental view (not full, not urgent) when the caller can preempt it: asked
+   * before each slice refit after the first of the chain; true stops the chain fit there with {@link FitYielded}.
+   * Null: the fit runs to its end.
+   */
+  shouldYield: (() => boolean) | null = null;
+  /** Slices refitted (not reused, not deferred) by the chain fit in progress, every model. */
+  chainRefits = 0;
   /** Per model, expiries refitted, reused and deferred by the last {@link fitModel} (diagnostics, tests, the benchmark). */
   readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number; deferred: number }>();
 
@@ -529,6 +537,9 @@ export function fitModel(
       const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(g, () => carried, null, prev.fittedAt);
     } else {
+      // preemption at a slice boundary (streams/calibrationPool.ts): the slices refitted so far stay in `fitted`
+      if (memory.shouldYield !== null && memory.chainRefits > 0 && memory.shouldYield()) throw new FitYielded();
+      memory.chainRefits++;
       pass.refitted++;
       if (prev) pass.warm++;
       const stFit: FitContext = prev ? { ...st, previous: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
@@ -716,8 +727,12 @@ function servedQuality(served: VolSurface, s: DraftSlice, referenceRmse: number 
  * Vanna-Volga, the rejection rule against `memory` and the calendar envelope (module docstring), plus the
  * listed forward points. Without `memory` a fresh one is used (no earlier slice can be kept, counts are this
  * fit's). Runs in the calibration worker.
+ * @param shouldYield on a regular incremental view (not full, not urgent): asked before each slice refit after the
+ *   chain's first; when it answers true the fit stops there ({@link FitYielded}). The slices refitted until then stay
+ *   in `memory` (a later view with the same inputs reuses them), so no work is lost; nothing is returned for the view.
+ * @throws FitYielded when `shouldYield` stopped it
  */
-export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory: FitMemory = new FitMemory()): ChainFit {
+export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory: FitMemory = new FitMemory(), shouldYield?: () => boolean): ChainFit {
   const t0 = performance.now();
   const obs = view.observationTimestamp;
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
@@ -728,6 +743,8 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
   memory.prune(obs);
   memory.incremental = view.full === false;
   memory.refitOnly = view.full === false && view.refitOnly !== undefined ? new Set(view.refitOnly) : null;
+  memory.shouldYield = view.full === false && view.refitOnly === undefined && shouldYield ? shouldYield : null;
+  memory.chainRefits = 0;
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
   const eligible = groups.filter((g) => {
@@ -752,6 +769,17 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
 }
 
 /**
+ * A chain fit stopped at a slice boundary because the caller asked it to yield (fitChain's `shouldYield`: an urgent
+ * fit waits for this worker). Not a failure: the slices refitted so far are kept in the pair's memory.
+ */
+export class FitYielded extends Error {
+  constructor() {
+    super('chain fit yielded to an urgent one');
+    this.name = 'FitYielded';
+  }
+}
+
+/**
  * A stateful fitter: one {@link FitMemory} per (source, pair) and memory namespace, so that rejected fits can
  * keep the last good slice and the counts accumulate. One per calibration worker (and one for in-thread use).
  */
@@ -762,13 +790,14 @@ export class ChainFitter {
 
   /**
    * Fit `view` with the memory of its (source, pair) in `namespace` (default 'live'; the simulated 24 h
-   * history seeding uses its own so that it never touches the live memory).
+   * history seeding uses its own so that it never touches the live memory). `shouldYield`: see {@link fitChain}.
+   * @throws FitYielded when `shouldYield` stopped a regular incremental fit
    */
-  fit(view: ChainView, namespace = 'live'): ChainFit {
+  fit(view: ChainView, namespace = 'live', shouldYield?: () => boolean): ChainFit {
     const key = ChainFitter.key(view.source, view.pair, namespace);
     let m = this.memories.get(key);
     if (!m) this.memories.set(key, (m = new FitMemory()));
-    return fitChain(view, this.options, m);
+    return fitChain(view, this.options, m, shouldYield);
   }
 
   /**

@@ -52,7 +52,9 @@ export interface PipelineOptions {
    * Fits a chain view; default a {@link ChainFitter} on this thread. The service passes a worker
    * thread's fit (streams/calibrationPool.ts) so that fitting never blocks REST. `signal` is aborted when an
    * urgent refit of the pair arrives while this (regular) fit still waits for a worker: the fit may then be withdrawn
-   * (rejected with the pool's FitWithdrawnError); the urgent refit runs first and the regular one again after it.
+   * (rejected with the pool's FitWithdrawnError); the urgent refit runs first and the regular one again after it. A
+   * running regular fit may also be rejected with FitWithdrawnError when it yields its worker to another pair's urgent
+   * or reconnect fit (the pool's preemption): it is asked again at once.
    */
   readonly fit?: (view: ChainView, signal?: AbortSignal) => ChainFit | Promise<ChainFit>;
   /** Called after each calibration (metrics, logs). */
@@ -247,7 +249,8 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
                 const view = inFlight!;
                 withdraw = null;
                 if (err instanceof FitWithdrawnError) {
-                  // nothing ran: the urgent refit waiting goes first, this regular one after it
+                  // withdrawn from the queue, or yielded its worker at a slice boundary (the slices it refitted are kept
+                  // in the worker's memory): the urgent refit waiting goes first, this regular one again after it
                   regularOwed = true;
                   regularKick$.next();
                   return;

@@ -36,6 +36,8 @@ export interface MonitoringOptions {
   readonly wallNowS?: () => number;
   /** How the service gets its data (the dashboard's status badge); default live. */
   readonly market?: () => MarketMode;
+  /** The calibration pool's counters (ServiceMetricsOptions.calibrationPool); absent on an API replica. */
+  readonly calibrationPool?: () => { readonly yielded: number };
 }
 
 export class Monitoring {
@@ -55,6 +57,7 @@ export class Monitoring {
       wallNowS: this.wallNowS,
       ...(opts.publisher ? { publisher: opts.publisher } : {}),
       ...(opts.registries ? { registries: opts.registries } : {}),
+      ...(opts.calibrationPool ? { calibrationPool: opts.calibrationPool } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.defaultMetrics !== undefined ? { defaultMetrics: opts.defaultMetrics } : {}),
     });

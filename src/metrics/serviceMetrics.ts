@@ -61,6 +61,11 @@ export interface ServiceMetricsOptions {
   readonly feedRates?: FeedRates;
   /** Further registries exposed after this one (an API replica's own series, src/kafka/metrics.ts). */
   readonly registries?: () => readonly Registry[];
+  /**
+   * The calibration pool's counters (streams/calibrationPool.ts PoolStats), read at scrape time. Absent: the
+   * volsurf_calibration_yields_total series is not declared (an API replica fits nothing).
+   */
+  readonly calibrationPool?: () => { readonly yielded: number };
 }
 
 /** Route label of requests that matched no route (404s): one series, whatever the URL. */
@@ -242,6 +247,17 @@ export class ServiceMetrics {
       labelNames: ['source', 'pair', 'kind'],
       registers,
     });
+    const poolStats = opts.calibrationPool;
+    if (poolStats) {
+      new Counter({
+        name: 'volsurf_calibration_yields_total',
+        help: 'Regular incremental chain fits that yielded their calibration worker at a slice boundary to an urgent or reconnect fit queued behind them (asked again at once; the slices they refitted are kept)',
+        registers,
+        collect() {
+          self.addIncrease(this, 'yields', {}, poolStats().yielded);
+        },
+      });
+    }
     this.repairs = new Counter({
       name: 'volsurf_arbitrage_repairs_total',
       help: 'Expiry fits whose arbitrage was repaired before publication: kind constrained-refit (butterfly/calendar penalty refit) or calendar-envelope',

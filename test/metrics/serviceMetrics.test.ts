@@ -31,9 +31,10 @@ function setup(serviceNow = 1_790_000_100, wallNow = 2_000_000_000) {
           latencies: () => kafka.lat,
         }
       : null;
-  const m = new ServiceMetrics({ cache, feeds: () => [feed], clock, wallNowS: () => wall.t, publisher, defaultMetrics: false });
+  const pool = { yielded: 0 };
+  const m = new ServiceMetrics({ cache, feeds: () => [feed], clock, wallNowS: () => wall.t, publisher, defaultMetrics: false, calibrationPool: () => pool });
   const scrape = async () => parseProm(await m.metrics());
-  return { clock, wall, cache, feed, kafka, m, scrape };
+  return { clock, wall, cache, feed, kafka, pool, m, scrape };
 }
 
 function kafkaStats(over: Partial<PublisherStats>): PublisherStats {
@@ -231,6 +232,15 @@ describe('calibration series', () => {
     const l = { source: 'DERIBIT', pair: 'BTC/USD' };
     expect(one(s, 'volsurf_calibrations_total', { ...l, kind: 'regular' })).toBe(1);
     expect(one(s, 'volsurf_calibrations_total', { ...l, kind: 'urgent' })).toBe(2);
+  });
+
+  it("counts the regular fits that yielded their worker (the pool's cumulative count, read at each scrape)", async () => {
+    const { pool, scrape } = setup();
+    expect(one((await scrape()).samples, 'volsurf_calibration_yields_total', {})).toBe(0);
+    pool.yielded = 3;
+    expect(one((await scrape()).samples, 'volsurf_calibration_yields_total', {})).toBe(3);
+    pool.yielded = 5;
+    expect(one((await scrape()).samples, 'volsurf_calibration_yields_total', {})).toBe(5);
   });
 
   it('label helpers', () => {

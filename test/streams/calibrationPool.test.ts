@@ -38,6 +38,17 @@ function numbers(f: ChainFit): unknown {
   return JSON.parse(JSON.stringify(f, (k, v) => (k === 'calibrationMs' ? undefined : v)));
 }
 
+/**
+ * The same structure and every string equal, numbers within `rel` relative (absolute near 0); the paths that differ.
+ * (A slice reused by a later pass is carried through carryForwardParams, exact in exact arithmetic only.)
+ */
+function mismatches(a: unknown, b: unknown, rel: number, path = ''): string[] {
+  if (typeof a === 'number' && typeof b === 'number') return Math.abs(a - b) <= rel * Math.max(1, Math.abs(a), Math.abs(b)) ? [] : [`${path}: ${a} vs ${b}`];
+  if (a === null || b === null || typeof a !== 'object' || typeof b !== 'object') return a === b ? [] : [`${path}: ${String(a)} vs ${String(b)}`];
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  return [...keys].flatMap((k) => mismatches((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], rel, `${path}.${k}`));
+}
+
 describe('CalibrationPool', () => {
   const pools: CalibrationPool[] = [];
   afterAll(async () => {
@@ -125,6 +136,36 @@ describe('CalibrationPool', () => {
     const aborted = new AbortController();
     aborted.abort();
     await expect(pool.fit(C, undefined, aborted.signal)).rejects.toBeInstanceOf(FitWithdrawnError);
+  });
+
+  it('a running regular fit yields its worker to an urgent one at a slice boundary, keeps what it refitted, and its retry equals an unbroken fit', async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    await pool.fit(A);
+    await pool.fit(B);
+    // every mark of A moved: a regular incremental pass refits all of its expiries (3 models x 11), warm
+    const moved: ChainView = { ...incremental(A), options: A.options.map((o) => ({ ...o, markIv: o.markIv + 0.004 })), version: A.version + 1 };
+    const order: string[] = [];
+    const regular = pool.fit(moved).then(
+      () => order.push('regular done'),
+      (e: Error) => order.push(e instanceof FitWithdrawnError ? 'regular yielded' : `regular failed: ${e.message}`),
+    );
+    // queued while that pass runs (the worker has not even read it yet): it asks the pass to yield
+    const urgentB = pool.fit(urgent(B)).then(() => order.push('urgent done'));
+    await Promise.all([regular, urgentB]);
+    expect(order).toEqual(['regular yielded', 'urgent done']);
+    expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
+    // asked again: the slices refitted before the yield are reused, the rest refitted; the numbers are those of a
+    // fitter that was never interrupted
+    const retried = await pool.fit(moved);
+    const local = new ChainFitter();
+    local.fit(A);
+    expect(mismatches(numbers(retried), numbers(local.fit(moved)), 1e-12)).toEqual([]);
+    // a full or urgent fit is never asked to yield, nor a regular one with nothing behind it that must not wait
+    const again: ChainView = { ...moved, options: moved.options.map((o) => ({ ...o, markIv: o.markIv + 0.004 })), version: moved.version + 1 };
+    await Promise.all([pool.fit(again), pool.fit(incremental(B))]);
+    await Promise.all([pool.fit({ ...A, full: true }), pool.fit(urgent(B))]);
+    expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
   });
 
   it('fails queued fits after close', async () => {
