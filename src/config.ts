@@ -89,8 +89,9 @@ export const ConfigSchema = z
     /** Minimum milliseconds between two recalibrations of one (source, pair). */
     CALIBRATION_THROTTLE_MS: z.coerce.number().int().min(0).default(250),
     /**
-     * Urgency threshold, vol points: an option mark IV that moved at least this far from the mark its expiry was last
-     * refitted to triggers an immediate partial refit of that expiry, without waiting for CALIBRATION_THROTTLE_MS
+     * Urgency threshold, vol points: an expiry whose smile moved at least this far against the marks it was last
+     * refitted to (the moves of its marks smoothed across strikes by least squares, streams/chainState.ts: one mark's
+     * noise is not a move) gets an immediate partial refit, without waiting for CALIBRATION_THROTTLE_MS
      * (streams/pipeline.ts); 0 turns it off. Always off with MARKET_SOURCE=replay (a replay gives the same surfaces
      * every time; urgent refits depend on arrival timing).
      */

@@ -227,7 +227,8 @@ export class CalibrationPool {
   /**
    * Fit `view` in the worker owning its (source, pair), with that pair's memory in `namespace` (default 'live').
    * @param signal aborting it while the fit still waits in the queue withdraws the fit (rejected with
-   *   {@link FitWithdrawnError}); once the worker has started it, the signal does nothing
+   *   {@link FitWithdrawnError}); once the worker has started it, a regular incremental fit is asked to yield at its
+   *   next slice boundary (rejected with FitWithdrawnError if it had a slice left to refit, else it completes)
    * @throws Error (rejected promise) when the worker fails or the pool is closed; FitWithdrawnError when withdrawn
    *   (signal) or when, a regular incremental fit, it yielded its worker to an urgent or reconnect fit queued behind it
    *   (preemption at a slice boundary, module docstring)
@@ -245,9 +246,10 @@ export class CalibrationPool {
         'abort',
         () => {
           const i = slot.queue.indexOf(job);
-          if (i < 0) return; // started (or done): too late
-          slot.queue.splice(i, 1);
-          reject(new FitWithdrawnError());
+          if (i >= 0) {
+            slot.queue.splice(i, 1);
+            reject(new FitWithdrawnError());
+          } else if (slot.running === job) this.requestYield(slot); // running: yield at the next slice boundary
         },
         { once: true },
       );
@@ -274,10 +276,15 @@ export class CalibrationPool {
    * whole pass of another pair (30 to 45 ms for a BTC chain with three models).
    */
   private askToYield(slot: Slot, job: Queued): void {
+    const mustNotWait = job.view.refitOnly !== undefined || (job.view.full === true && !job.view.periodic);
+    if (mustNotWait) this.requestYield(slot);
+  }
+
+  /** Set the worker's yield flag when it runs a regular incremental fit (full and urgent fits never yield). */
+  private requestYield(slot: Slot): void {
     const r = slot.running;
     if (!r || r.view.full !== false || r.view.refitOnly !== undefined) return;
-    const mustNotWait = job.view.refitOnly !== undefined || (job.view.full === true && !job.view.periodic);
-    if (!mustNotWait || Atomics.load(slot.yieldFlag, 0) !== 0) return;
+    if (Atomics.load(slot.yieldFlag, 0) !== 0) return;
     Atomics.store(slot.yieldFlag, 0, 1);
     this.yieldRequests++;
   }

@@ -47,15 +47,95 @@ export interface ChainView {
 /** Options of a {@link ChainState}. */
 export interface ChainStateOptions {
   /**
-   * Urgency threshold, vol points (default 0: off). An option tick whose mark IV is at least this far from the mark
-   * IV of that instrument in the last view that refitted its expiry makes the expiry urgent
-   * ({@link ChainState.hasUrgent}): the pipeline then refits it at once instead of waiting for the throttle.
+   * Urgency threshold, vol points (default 0: off). An expiry is urgent ({@link ChainState.hasUrgent}) when its smile
+   * moved by at least this much at some quoted strike since the last view that refitted it: the moves of its marks
+   * since then (each instrument's mark IV minus its mark IV in that view), smoothed across strikes by least squares
+   * ({@link smoothedMoveVolPts}), reach the threshold. The pipeline then refits it at once instead of waiting for the
+   * throttle. Checked on each tick that itself moved by the threshold.
    */
   readonly urgentVolPts?: number;
 }
 
+/**
+ * How far an expiry's smile moved, vol points: the largest |fitted value| at the quotes of a least-squares polynomial
+ * in log-moneyness fitted to the mark moves (quadratic from 10 quotes, linear from 4, their mean below 4; a lower
+ * degree when the strikes do not support the higher one).
+ *
+ * Why smoothed: a single mark moving by 0.3 vol point is mostly idiosyncratic noise (exchanges re-mark each option on
+ * its own; the simulator re-draws per-option mark noise), which the surface fit itself averages away, so refitting
+ * at once for it buys nothing. A move of the smile's level, skew or curvature (the parallel shift of an expiry, a wing
+ * repriced) passes the smoothing whole. With independent noise of standard deviation s per mark, the fitted value at
+ * a quote has standard deviation about s * sqrt(3 / n) at the centre of n quotes (linear regression, e.g. Press,
+ * Teukolsky, Vetterling and Flannery, "Numerical Recipes", 3rd ed., 2007, sec. 15.4, general linear least squares;
+ * the normal equations are solved by Gaussian elimination with partial pivoting here).
+ *
+ * @param k log-moneyness ln(K/F) of each quote
+ * @param dVolPts mark move of each quote, vol points (same length as k)
+ * @returns the largest |smoothed move| at the quotes, vol points (0 for no quote)
+ */
+export function smoothedMoveVolPts(k: ArrayLike<number>, dVolPts: ArrayLike<number>): number {
+  const n = k.length;
+  if (n === 0) return 0;
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (let i = 0; i < n; i++) {
+    lo = Math.min(lo, k[i]!);
+    hi = Math.max(hi, k[i]!);
+  }
+  const mid = (lo + hi) / 2;
+  const half = (hi - lo) / 2;
+  // x in [-1, 1] for conditioning; all strikes equal: the mean only
+  const x = (i: number): number => (half > 0 ? (k[i]! - mid) / half : 0);
+  for (let degree = half > 0 ? (n >= 10 ? 2 : n >= 4 ? 1 : 0) : 0; degree >= 0; degree--) {
+    const m = degree + 1;
+    // normal equations A c = b, A[r][c] = sum x^(r+c), b[r] = sum x^r d
+    const A = Array.from({ length: m }, () => new Float64Array(m + 1));
+    for (let i = 0; i < n; i++) {
+      const xi = x(i);
+      const p = [1, xi, xi * xi];
+      for (let r = 0; r < m; r++) {
+        for (let c = 0; c < m; c++) A[r]![c]! += p[r]! * p[c]!;
+        A[r]![m]! += p[r]! * dVolPts[i]!;
+      }
+    }
+    const coef = solveSmall(A, m);
+    if (coef === null) continue;
+    let worst = 0;
+    for (let i = 0; i < n; i++) {
+      const xi = x(i);
+      const fitted = coef[0]! + (m > 1 ? coef[1]! * xi : 0) + (m > 2 ? coef[2]! * xi * xi : 0);
+      worst = Math.max(worst, Math.abs(fitted));
+    }
+    return worst;
+  }
+  return 0;
+}
+
+/** Gaussian elimination with partial pivoting of an m x (m+1) augmented system; null when (nearly) singular. */
+function solveSmall(A: Float64Array[], m: number): number[] | null {
+  for (let col = 0; col < m; col++) {
+    let piv = col;
+    for (let r = col + 1; r < m; r++) if (Math.abs(A[r]![col]!) > Math.abs(A[piv]![col]!)) piv = r;
+    if (Math.abs(A[piv]![col]!) < 1e-9 * Math.max(1, Math.abs(A[0]![0]!))) return null;
+    [A[col], A[piv]] = [A[piv]!, A[col]!];
+    for (let r = col + 1; r < m; r++) {
+      const f = A[r]![col]! / A[col]![col]!;
+      for (let c = col; c <= m; c++) A[r]![c]! -= f * A[col]![c]!;
+    }
+  }
+  const out = new Array<number>(m).fill(0);
+  for (let r = m - 1; r >= 0; r--) {
+    let v = A[r]![m]!;
+    for (let c = r + 1; c < m; c++) v -= A[r]![c]! * out[c]!;
+    out[r] = v / A[r]![r]!;
+  }
+  return out;
+}
+
 export class ChainState {
   private readonly options = new Map<string, OptionQuote>();
+  /** The same option quotes per expiry (Unix s), for the urgency test. */
+  private readonly optionsByExpiry = new Map<number, Map<string, OptionQuote>>();
   private readonly futures = new Map<string, FutureQuote>();
   private indexPrice: number | null = null;
   private indexTs = -Infinity;
@@ -96,11 +176,16 @@ export class ChainState {
         const prev = this.options.get(ev.instrument);
         if (prev && prev.timestamp > ev.timestamp) return false;
         this.options.set(ev.instrument, ev);
+        let sameExpiry = this.optionsByExpiry.get(ev.expirationTimestamp);
+        if (!sameExpiry) this.optionsByExpiry.set(ev.expirationTimestamp, (sameExpiry = new Map()));
+        sameExpiry.set(ev.instrument, ev);
         this.setIndex(ev.indexPrice, ev.timestamp, false);
         this.expiryChangedAt.set(ev.expirationTimestamp, this.version + 1);
-        if (this.urgentIv > 0) {
+        if (this.urgentIv > 0 && !this.urgent.has(ev.expirationTimestamp)) {
           const seen = this.viewedMarkIv.get(ev.instrument);
-          if (seen !== undefined && Math.abs(ev.markIv - seen) >= this.urgentIv) this.urgent.add(ev.expirationTimestamp);
+          if (seen !== undefined && Math.abs(ev.markIv - seen) >= this.urgentIv && this.smileMoveVolPts(sameExpiry, ev.forward) >= this.urgentIv * 100) {
+            this.urgent.add(ev.expirationTimestamp);
+          }
         }
         break;
       }
@@ -130,6 +215,7 @@ export class ChainState {
         n++;
       }
     }
+    for (const e of [...this.optionsByExpiry.keys()]) if (e <= nowS) this.optionsByExpiry.delete(e);
     for (const [name, q] of this.futures) {
       if (q.expirationTimestamp !== null && q.expirationTimestamp <= nowS) {
         this.futures.delete(name);
@@ -229,6 +315,22 @@ export class ChainState {
       ...(partial ? { refitOnly: Object.freeze([...refitOnly]) } : {}),
       ...(periodic && !due ? { periodic: true } : {}),
     });
+  }
+
+  /**
+   * How far the smile of one expiry moved since the views that last refitted its quotes, vol points
+   * ({@link smoothedMoveVolPts} over its quotes with a reference mark; log-moneyness against `forward`).
+   */
+  private smileMoveVolPts(quotes: ReadonlyMap<string, OptionQuote>, forward: number): number {
+    const k: number[] = [];
+    const d: number[] = [];
+    for (const q of quotes.values()) {
+      const seen = this.viewedMarkIv.get(q.instrument);
+      if (seen === undefined) continue;
+      k.push(Math.log(q.strike / forward));
+      d.push((q.markIv - seen) * 100);
+    }
+    return smoothedMoveVolPts(k, d);
   }
 
   /** The dedicated index channel wins over the index price carried on tickers. */

@@ -6,14 +6,15 @@
  *          ├─ funding ──> cache.addFunding (dedup by timestamp)
  *          └─ option | future | index ─ groupBy (source, pair) ─> ChainState (latest per instrument)
  *               ─┬─ auditTime(throttleMs) ──────────────> 'regular' ─┬─ latestWins(view, fit: worker) ─ buildSnapshots ─> cache
- *                └─ an expiry's mark moved >= urgentVolPts ─> 'urgent' ─┘     (a surface per model, forward curve)
+ *                └─ an expiry's smile moved >= urgentVolPts ─> 'urgent' ┘     (a surface per model, forward curve)
  * ```
  * Per (source, pair): at most one calibration in flight and the latest state wins
  * ({@link latestWins}; the view is taken when its fit starts); `auditTime` bounds the rate of regular
  * recalibrations. Source: docs/architecture.md.
  *
- * Urgent partial refits (issue 12, freshness): an option tick whose mark IV moved by at least `urgentVolPts` vol
- * points from the mark its expiry was last refitted to (ChainState) triggers at once, without waiting for the
+ * Urgent partial refits (issue 12, freshness): an option tick after which its expiry's smile moved by at least
+ * `urgentVolPts` vol points against the marks it was last refitted to (ChainState: the marks' moves smoothed across
+ * strikes by least squares, so that one mark's noise is not a move) triggers at once, without waiting for the
  * throttle, a partial recalibration that refits only the urgent expiries (ChainView.refitOnly; the others keep their
  * last fits, carried to the new forwards) and publishes it. The regular throttled recalibration still follows and
  * refits everything that changed; a partial run does not count as calibrating the state (isSettled, the next
@@ -51,10 +52,11 @@ export interface PipelineOptions {
   /**
    * Fits a chain view; default a {@link ChainFitter} on this thread. The service passes a worker
    * thread's fit (streams/calibrationPool.ts) so that fitting never blocks REST. `signal` is aborted when an
-   * urgent refit of the pair arrives while this (regular) fit still waits for a worker: the fit may then be withdrawn
-   * (rejected with the pool's FitWithdrawnError); the urgent refit runs first and the regular one again after it. A
-   * running regular fit may also be rejected with FitWithdrawnError when it yields its worker to another pair's urgent
-   * or reconnect fit (the pool's preemption): it is asked again at once.
+   * urgent refit of the pair arrives while this (regular) fit waits for a worker or runs in one: the fit may then be
+   * withdrawn from the queue, or stop at its next slice boundary (rejected with the pool's FitWithdrawnError); the
+   * urgent refit runs first and the regular one again after it. A running regular fit may also be rejected with
+   * FitWithdrawnError when it yields its worker to another pair's urgent or reconnect fit (the pool's preemption): it
+   * is asked again at once.
    */
   readonly fit?: (view: ChainView, signal?: AbortSignal) => ChainFit | Promise<ChainFit>;
   /** Called after each calibration (metrics, logs). */
@@ -66,9 +68,9 @@ export interface PipelineOptions {
    */
   readonly fullRefitEveryMs?: number;
   /**
-   * Urgency threshold, vol points (CALIBRATION_URGENT_VOL_PTS; default 0: off): an option mark moved at least this
-   * far from the mark its expiry was last refitted to triggers an immediate partial refit of that expiry (module
-   * docstring).
+   * Urgency threshold, vol points (CALIBRATION_URGENT_VOL_PTS; default 0: off): an expiry whose smile moved at least
+   * this far against the marks it was last refitted to (ChainStateOptions.urgentVolPts) gets an immediate partial
+   * refit (module docstring).
    */
   readonly urgentVolPts?: number;
   /**
@@ -232,7 +234,8 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             }),
           );
           return merge(regular$, urgent$, regularKick$.pipe(map((): Trigger => 'regular')), fullNow$).pipe(
-            // an urgent refit withdraws the pair's regular fit still waiting for a worker: it runs first, the regular after
+            // an urgent refit withdraws the pair's regular fit waiting for (or running in) a worker: it runs first, the
+            // regular after
             tap((trigger) => {
               if (trigger !== 'regular' && withdraw) withdraw.abort();
             }),

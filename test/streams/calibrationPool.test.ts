@@ -120,7 +120,7 @@ describe('CalibrationPool', () => {
     expect(order).toEqual(['A', 'B', 'C']);
   });
 
-  it('a fit withdrawn while it waits for the worker is rejected and never runs; once started it runs to its end', async () => {
+  it('a fit withdrawn while it waits for the worker is rejected and never runs; a full fit once started runs to its end', async () => {
     const pool = new CalibrationPool({}, 1);
     pools.push(pool);
     await pool.fit(A);
@@ -161,11 +161,19 @@ describe('CalibrationPool', () => {
     const local = new ChainFitter();
     local.fit(A);
     expect(mismatches(numbers(retried), numbers(local.fit(moved)), 1e-12)).toEqual([]);
+    // its own signal aborted while it runs (its pair's urgent refit arrived): a regular incremental fit yields too
+    const third: ChainView = { ...moved, options: moved.options.map((o) => ({ ...o, markIv: o.markIv - 0.004 })), version: moved.version + 2 };
+    const own = new AbortController();
+    const running = pool.fit(third, undefined, own.signal).catch((e: Error) => e);
+    own.abort();
+    expect(await running).toBeInstanceOf(FitWithdrawnError);
+    expect(pool.stats()).toMatchObject({ yieldRequests: 2, yielded: 2 });
+    await pool.fit(third);
     // a full or urgent fit is never asked to yield, nor a regular one with nothing behind it that must not wait
     const again: ChainView = { ...moved, options: moved.options.map((o) => ({ ...o, markIv: o.markIv + 0.004 })), version: moved.version + 1 };
     await Promise.all([pool.fit(again), pool.fit(incremental(B))]);
     await Promise.all([pool.fit({ ...A, full: true }), pool.fit(urgent(B))]);
-    expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
+    expect(pool.stats()).toMatchObject({ yieldRequests: 2, yielded: 2 });
   });
 
   it('fails queued fits after close', async () => {

@@ -20,7 +20,7 @@ import { MarketCache } from '../../src/cache/marketCache.js';
 import { MarketClock } from '../../src/domain/clock.js';
 import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../src/domain/events.js';
 import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/calibrate.js';
-import { ChainState, type ChainView } from '../../streams/chainState.js';
+import { ChainState, smoothedMoveVolPts, type ChainView } from '../../streams/chainState.js';
 import { startPipelines, URGENT_COALESCE_MS } from '../../streams/pipeline.js';
 import { FitWithdrawnError } from '../../streams/calibrationPool.js';
 
@@ -77,7 +77,20 @@ describe('ChainState urgency', () => {
   const options = optionsOf(events);
   const [e1, e2, e3] = [fullExpiries(options)[2]!, fullExpiries(options)[4]!, fullExpiries(options)[6]!];
 
-  it('an expiry is urgent once one of its marks moved >= the threshold from the mark its expiry was last refitted to', () => {
+  /** Deterministic standard normal draws (mulberry32 + Box-Muller): the mark noise of the tests. */
+  function normals(seed: number): () => number {
+    let a = seed >>> 0;
+    const u = (): number => {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    };
+    return () => Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
+  }
+
+  it("an expiry is urgent once its smile moved >= the threshold against the marks of its last refit; one mark's noise is not a move", () => {
     const st = new ChainState('DERIBIT', PAIR, { urgentVolPts: 0.25 });
     for (const e of events) st.apply(e);
     // nothing fitted yet: a full fit is due, nothing can be urgent
@@ -86,32 +99,63 @@ describe('ChainState urgency', () => {
     const v1 = st.view();
     expect(v1.full).toBe(true);
     expect(st.urgentView(v1.version)).toBeNull();
-    // 0.2 vol point: under the threshold
-    const one = options.find((o) => o.expirationTimestamp === e1)!;
-    st.apply({ ...one, markIv: one.markIv + 0.002, timestamp: one.timestamp + 2 });
+    // one mark of a 30+ quote expiry re-marked by 0.6 vol point: idiosyncratic, the smoothed move is small
+    const one = options.filter((o) => o.expirationTimestamp === e1).sort((a, b) => a.strike - b.strike)[10]!;
+    st.apply({ ...one, markIv: one.markIv + 0.006, timestamp: one.timestamp + 2 });
     expect(st.hasUrgent(v1.version)).toBe(false);
-    // a drift adding up to 0.3 vol point (in steps of 0.1) against the mark of the last refit becomes urgent
-    st.apply({ ...one, markIv: one.markIv + 0.003, timestamp: one.timestamp + 3 });
+    // every mark of e2 re-drawn with independent noise of 0.2 vol point (as the simulator re-draws its mark noise):
+    // more than a third of them move by the threshold or more, the expiry is not urgent
+    const z = normals(7);
+    const noisy = remark(options, e2, 0, 2).map((o) => ({ ...o, markIv: o.markIv + 0.002 * z() }));
+    expect(noisy.filter((o, i) => Math.abs(o.markIv - remark(options, e2, 0, 2)[i]!.markIv) >= 0.0025).length).toBeGreaterThan(noisy.length / 5);
+    for (const o of noisy) st.apply(o);
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    // a slow parallel drift of e1 (0.1 vol point a step) becomes urgent once it adds up to the threshold
+    for (const o of remark(options, e1, 0.001, 3)) st.apply(o);
+    for (const o of remark(options, e1, 0.002, 4)) st.apply(o);
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    for (const o of remark(options, e1, 0.003, 5)) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(true);
-    const other = options.find((o) => o.expirationTimestamp === e2)!;
-    st.apply({ ...other, markIv: other.markIv - 0.004, timestamp: other.timestamp + 3 });
+    // a wing move: e3's lowest third of strikes marked down 0.8 vol point, the rest unchanged
+    const e3Strikes = [...new Set(options.filter((o) => o.expirationTimestamp === e3).map((o) => o.strike))].sort((a, b) => a - b);
+    const wingTop = e3Strikes[Math.floor(e3Strikes.length / 3)]!;
+    for (const o of remark(options, e3, 0, 6)) st.apply(o.strike < wingTop ? { ...o, markIv: o.markIv - 0.008 } : o);
     const u = st.urgentView(v1.version)!;
-    expect(u.refitOnly).toEqual([e1, e2]);
+    expect(u.refitOnly).toEqual([e1, e3].sort((a, b) => a - b));
     expect(u.full).toBe(false);
     // handed to a view: no longer urgent, and the new marks are the reference
     expect(st.hasUrgent(v1.version)).toBe(false);
-    st.apply({ ...one, markIv: one.markIv + 0.004, timestamp: one.timestamp + 4 });
+    for (const o of remark(options, e1, 0.004, 7)) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(false);
-    st.apply({ ...one, markIv: one.markIv + 0.0056, timestamp: one.timestamp + 5 });
+    for (const o of remark(options, e1, 0.006, 8)) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(true);
     // a regular view covers every expiry
     st.view(v1.version);
     expect(st.hasUrgent(v1.version)).toBe(false);
     // a full fit due (e.g. after a reconnect) is never replaced by a partial one
-    st.apply({ ...one, markIv: one.markIv - 0.01, timestamp: one.timestamp + 6 });
+    for (const o of remark(options, e1, -0.01, 9)) st.apply(o);
     st.requireFull(st.version);
     expect(st.hasUrgent(v1.version)).toBe(false);
     expect(st.urgentView(v1.version)).toBeNull();
+  });
+
+  it('smoothedMoveVolPts: a parallel shift and a tilt pass whole, a single mark is damped, degenerate inputs are safe', () => {
+    const k = Array.from({ length: 30 }, (_, i) => -0.6 + (1.2 * i) / 29);
+    // parallel shift: exactly the shift; a linear tilt: its largest end
+    expect(smoothedMoveVolPts(k, k.map(() => 0.7))).toBeCloseTo(0.7, 12);
+    expect(smoothedMoveVolPts(k, k.map((x) => 0.5 * x))).toBeCloseTo(0.3, 12);
+    // a quadratic (butterfly) move is reproduced exactly
+    expect(smoothedMoveVolPts(k, k.map((x) => x * x))).toBeCloseTo(0.36, 12);
+    // one mark of 30 moved by 1 vol point: the quadratic least-squares leverage of that point, well under 1
+    const spike = k.map((_, i) => (i === 15 ? 1 : 0));
+    const smoothed = smoothedMoveVolPts(k, spike);
+    expect(smoothed).toBeGreaterThan(0);
+    expect(smoothed).toBeLessThan(0.2);
+    // few quotes: linear from 4, the mean below 4; one strike (call and put): the mean
+    expect(smoothedMoveVolPts([-0.1, 0, 0.1, 0.2], [1, 1, 1, 1])).toBeCloseTo(1, 12);
+    expect(smoothedMoveVolPts([-0.1, 0.1], [1, 0])).toBeCloseTo(0.5, 12);
+    expect(smoothedMoveVolPts([0.05, 0.05], [0.4, 0.2])).toBeCloseTo(0.3, 12);
+    expect(smoothedMoveVolPts([], [])).toBe(0);
   });
 
   it('off by default, and rejects a negative threshold', () => {
