@@ -62,11 +62,9 @@ import {
   rawCalendarCheck,
   sliceTotalVariance,
 } from '../src/cache/modelSurface.js';
-import { ForwardCurve } from '../src/quant/forwardCurve.js';
 import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions } from '../src/quant/models/index.js';
 import { deltaStrikes } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';
-import { summarizeParts } from '../src/cache/history.js';
 import type { VolSurface } from '../src/quant/surface.js';
 import type { ChainView } from './chainState.js';
 import { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit } from '../src/cache/snapshotBuilder.js';
@@ -758,13 +756,8 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     }
     return true;
   });
-  // The iVSummary figures here too, off the main thread: the same VolSurface and ForwardCurve as buildSnapshots.
-  const curve = new ForwardCurve(spot, points);
-  const models = VOLATILITY_MODELS.map((m): ModelFit => {
-    const mf = fitModel(m, eligible, obs, memory, options);
-    if (mf.slices.length === 0) return mf;
-    return { ...mf, summary: summarizeParts(obs, mf.slices, buildModelSurface(m, mf.slices), curve) };
-  });
+  // (the iVSummary figures are computed where they are read, once per snapshot: src/cache/history.ts summarizeSurface)
+  const models = VOLATILITY_MODELS.map((m): ModelFit => fitModel(m, eligible, obs, memory, options));
   return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, models, skipped, calibrationMs: performance.now() - t0, version: view.version };
 }
 

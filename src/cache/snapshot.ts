@@ -205,8 +205,6 @@ export interface SurfaceSnapshot {
   readonly arbitrage?: SurfaceArbitrage;
   /** Listed expiries this model could not serve, and why. */
   readonly skipped?: ReadonlyArray<{ readonly expirationTimestamp: number; readonly reason: string }>;
-  /** The iVSummary figures, computed in the calibration worker (absent: computed on first use). */
-  readonly summary?: IvSummary;
 }
 
 /** Listed point of a forward curve. */

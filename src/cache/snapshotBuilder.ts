@@ -6,7 +6,7 @@
 import { ForwardCurve } from '../quant/forwardCurve.js';
 import type { Pair, Source } from '../domain/markets.js';
 import { buildModelSurface } from './modelSurface.js';
-import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, IvSummary, SmileQuote, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
+import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, SmileQuote, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
 
 /** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
 export interface ModelFit {
@@ -19,8 +19,6 @@ export interface ModelFit {
   readonly calibrationMs: number;
   /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
   readonly arbitrage?: SurfaceArbitrage;
-  /** The iVSummary figures of the served surface, computed in the worker (absent: computed on first use). */
-  readonly summary?: IvSummary;
 }
 
 /**
@@ -65,14 +63,6 @@ export interface CalibrationResult {
    * the urgency threshold were refitted, the others kept their last fits (each slice's `fit.fittedAt` says when).
    */
   readonly partial?: boolean;
-}
-
-function freezeSummary(s: IvSummary): IvSummary {
-  return Object.freeze({
-    observationTimestamp: s.observationTimestamp,
-    listed: Object.freeze(s.listed.map((e) => Object.freeze({ ...e }))),
-    constMat: Object.freeze(s.constMat.map((e) => Object.freeze({ ...e }))),
-  });
 }
 
 /** True when two quote lists are equal field by field (same strikes, sides, k, IVs, instruments, in order). */
@@ -140,7 +130,6 @@ export function buildSurfaceSnapshot(
     sequence: fc.sequence,
     ...(mf.arbitrage ? { arbitrage: Object.freeze({ ...mf.arbitrage, counts: Object.freeze({ ...mf.arbitrage.counts }) }) } : {}),
     skipped: Object.freeze(skipped.map((x) => Object.freeze({ ...x }))),
-    ...(mf.summary ? { summary: freezeSummary(mf.summary) } : {}),
   });
 }
 

@@ -25,7 +25,7 @@ import { buildSnapshots, ChainFitter, FitMemory, fitChain, fitExpiry, fitModel, 
 import { sliceTotalVariance } from '../../src/cache/modelSurface.js';
 import { VOLATILITY_MODELS } from '../../src/cache/snapshot.js';
 import { deltaStrikes } from '../../src/quant/smileFigures.js';
-import { summarizeParts } from '../../src/cache/history.js';
+import { summarizeParts, summarizeSurface } from '../../src/cache/history.js';
 
 const CHAINS = {
   '2026-1927': 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl',
@@ -109,9 +109,11 @@ describe('fitChain on the real Deribit chains', () => {
       expect(Object.isFrozen(snap) && Object.isFrozen(snap.slices[0]!.fit)).toBe(true);
       expect((snap.surface as unknown as { calendarArbitrageFree(): { arbitrageFree: boolean } }).calendarArbitrageFree().arbitrageFree).toBe(true);
       expect(snap.forwardCurve).toBe(r.forwardCurve!.curve);
-      // the iVSummary figures the worker computed are those of the snapshot's own surface and curve
-      expect(snap.summary).toEqual(summarizeParts(snap.observationTimestamp, snap.slices, snap.surface, snap.forwardCurve));
-      expect(snap.summary!.listed).toHaveLength(snap.slices.length);
+      // the iVSummary figures of a snapshot are those of its own surface and curve, computed once (memoized)
+      const summary = summarizeSurface(snap);
+      expect(summary).toEqual(summarizeParts(snap.observationTimestamp, snap.slices, snap.surface, snap.forwardCurve));
+      expect(summarizeSurface(snap)).toBe(summary);
+      expect(summary.listed).toHaveLength(snap.slices.length);
       for (const s of snap.slices) {
         // at a listed expiry the surface is the slice's own smile (where not enveloped)
         if (s.fit.calendarRepaired) continue;
