@@ -63,7 +63,7 @@ import {
   sliceTotalVariance,
 } from '../src/cache/modelSurface.js';
 import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions } from '../src/quant/models/index.js';
-import { deltaStrikes } from '../src/quant/smileFigures.js';
+import { deltaStrike } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';
 import type { VolSurface } from '../src/quant/surface.js';
 import type { ChainView } from './chainState.js';
@@ -260,9 +260,9 @@ export interface EligibleGroup {
  */
 function within10Delta(surface: VolSurface, s: Pick<ExpirySlice, 'T' | 'forward' | 'quotes'>): { rmse: number | null; quotes: number } {
   const volAt = (K: number): number => surface.impliedVol(s.T, K, s.forward);
-  const ks = deltaStrikes(volAt, s.forward, s.T);
-  const lo = ks.K10P ?? 0;
-  const hi = ks.K10C ?? Number.POSITIVE_INFINITY;
+  // the two 10-delta strikes only (not the 25-delta ones: half the root searches)
+  const lo = deltaStrike(volAt, s.forward, s.T, 0.9) ?? 0;
+  const hi = deltaStrike(volAt, s.forward, s.T, 0.1) ?? Number.POSITIVE_INFINITY;
   let ss = 0;
   let n = 0;
   for (const q of s.quotes) {

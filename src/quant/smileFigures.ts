@@ -49,14 +49,20 @@ function finite(x: number): number | null {
  * @param volAt implied vol (fraction) at strike K; F forward (> 0); T years (> 0)
  */
 export function deltaStrikes(volAt: (K: number) => number, F: number, T: number): DeltaStrikes {
-  const solve = (d: number): number | null => {
-    try {
-      return finite(strikeFromDelta(d, F, T, volAt));
-    } catch {
-      return null;
-    }
-  };
-  return { K25C: solve(0.25), K25P: solve(0.75), K10C: solve(0.1), K10P: solve(0.9) };
+  return { K25C: deltaStrike(volAt, F, T, 0.25), K25P: deltaStrike(volAt, F, T, 0.75), K10C: deltaStrike(volAt, F, T, 0.1), K10P: deltaStrike(volAt, F, T, 0.9) };
+}
+
+/**
+ * One delta-pillar strike of a smile ({@link deltaStrikes}'s rule): the strike whose plain forward Black call delta,
+ * with the smile's own vol there, is `callDelta` (0.9 is the 10-delta put); null when the root search fails.
+ * @param volAt implied vol (fraction) at strike K; F forward (> 0); T years (> 0); callDelta in (0, 1)
+ */
+export function deltaStrike(volAt: (K: number) => number, F: number, T: number, callDelta: number): number | null {
+  try {
+    return finite(strikeFromDelta(callDelta, F, T, volAt));
+  } catch {
+    return null;
+  }
 }
 
 /**
