@@ -727,7 +727,8 @@ function servedQuality(served: VolSurface, s: DraftSlice, referenceRmse: number 
  * fit's). Runs in the calibration worker.
  * @param shouldYield on a regular incremental view (not full, not urgent): asked before each slice refit after the
  *   chain's first; when it answers true the fit stops there ({@link FitYielded}). The slices refitted until then stay
- *   in `memory` (a later view with the same inputs reuses them), so no work is lost; nothing is returned for the view.
+ *   in `memory` (a later view with the same inputs for them reuses them) and the cumulative counts, but the count of
+ *   fits run, are restored to their values before this fit; nothing is returned for the view.
  * @throws FitYielded when `shouldYield` stopped it
  */
 export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory: FitMemory = new FitMemory(), shouldYield?: () => boolean): ChainFit {
@@ -757,7 +758,21 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     return true;
   });
   // (the iVSummary figures are computed where they are read, once per snapshot: src/cache/history.ts summarizeSurface)
-  const models = VOLATILITY_MODELS.map((m): ModelFit => fitModel(m, eligible, obs, memory, options));
+  // the cumulative repair/rejection counts of a pass that yields are taken back (its retry counts its served slices
+  // again), except `fits`: the fits it ran are kept in memory and reused by the retry, which does not count them
+  const counts = memory.shouldYield ? VOLATILITY_MODELS.map((m) => ({ ...memory.counts.get(m)! })) : null;
+  let models: ModelFit[];
+  try {
+    models = VOLATILITY_MODELS.map((m): ModelFit => fitModel(m, eligible, obs, memory, options));
+  } catch (err) {
+    if (err instanceof FitYielded && counts) {
+      VOLATILITY_MODELS.forEach((m, i) => {
+        const c = memory.counts.get(m)!;
+        Object.assign(c, { ...counts[i]!, fits: c.fits });
+      });
+    }
+    throw err;
+  }
   return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, models, skipped, calibrationMs: performance.now() - t0, version: view.version };
 }
 

@@ -18,9 +18,10 @@
  *
  * Preemption at slice boundaries: when an urgent or a (non-periodic) full fit is queued while the worker runs a
  * regular incremental fit of any pair, the pool sets the worker's shared yield flag; that fit stops before its next
- * slice refit (after at least one, so it always progresses) and is rejected with {@link FitWithdrawnError}. The
- * slices it refitted stay in the worker's memory of its pair, so the pipeline's next regular fit of that pair, asked
- * at once, reuses them. Full and urgent fits are never preempted.
+ * slice refit (after at least one) and is rejected with {@link FitWithdrawnError}. The slices it refitted stay in the
+ * worker's memory of its pair, so the pipeline's next regular fit of that pair, asked at once, reuses those whose
+ * inputs did not change meanwhile; that next fit is not preempted (a pair yields at most once in a row, so a stream
+ * of urgent fits cannot starve it). Full and urgent fits are never preempted.
  *
  * A worker that dies fails its pending requests with an error and is restarted on the next request (its pairs'
  * memory is lost; the next fit of each is cold).
@@ -198,6 +199,8 @@ export class CalibrationPool {
   private closed = false;
   private yieldRequests = 0;
   private yielded = 0;
+  /** Pairs whose last fit yielded: not asked to yield again until one of their fits completes (progress). */
+  private readonly yieldedLast = new Set<string>();
 
   /**
    * @param fitOptions options of every fit (SABR beta), passed to the workers at spawn
@@ -284,6 +287,9 @@ export class CalibrationPool {
   private requestYield(slot: Slot): void {
     const r = slot.running;
     if (!r || r.view.full !== false || r.view.refitOnly !== undefined) return;
+    // a pair whose previous fit yielded runs this one to its end: urgent fits of other pairs arriving faster than
+    // its pass must not starve it
+    if (this.yieldedLast.has(r.key)) return;
     if (Atomics.load(slot.yieldFlag, 0) !== 0) return;
     Atomics.store(slot.yieldFlag, 0, 1);
     this.yieldRequests++;
@@ -336,13 +342,17 @@ export class CalibrationPool {
         }
         slot.busy = false;
         slot.running = null;
+        this.yieldedLast.delete(job.key);
         job.resolve(fit);
         this.pump(slot);
       },
       (err: Error) => {
         slot.busy = false;
         slot.running = null;
-        if (err instanceof FitWithdrawnError) this.yielded++;
+        if (err instanceof FitWithdrawnError) {
+          this.yielded++;
+          this.yieldedLast.add(job.key);
+        }
         job.reject(err);
         this.pump(slot);
       },

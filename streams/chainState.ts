@@ -49,29 +49,31 @@ export interface ChainStateOptions {
   /**
    * Urgency threshold, vol points (default 0: off). An expiry is urgent ({@link ChainState.hasUrgent}) when its smile
    * moved by at least this much at some quoted strike since the last view that refitted it: the moves of its marks
-   * since then (each instrument's mark IV minus its mark IV in that view), smoothed across strikes by least squares
-   * ({@link smoothedMoveVolPts}), reach the threshold. The pipeline then refits it at once instead of waiting for the
-   * throttle. Checked on each tick that itself moved by the threshold.
+   * since then (each instrument's mark IV minus its mark IV in that view, averaged per strike over call and put),
+   * smoothed across strikes by least squares ({@link smoothedMoveVolPts}), reach the threshold. The pipeline then
+   * refits it at once instead of waiting for the throttle. Checked on every tick of an expiry once one of its marks
+   * moved by the threshold (whatever order the ticks of a move arrive in).
    */
   readonly urgentVolPts?: number;
 }
 
 /**
- * How far an expiry's smile moved, vol points: the largest |fitted value| at the quotes of a least-squares polynomial
- * in log-moneyness fitted to the mark moves (quadratic from 10 quotes, linear from 4, their mean below 4; a lower
- * degree when the strikes do not support the higher one).
+ * How far an expiry's smile moved, vol points: the largest |fitted value| at the strikes of a least-squares
+ * polynomial in log-moneyness fitted to the mark moves, one point per strike (quadratic from 10 strikes, linear from 4,
+ * their mean below 4: at least about three points per parameter; a lower degree when the strikes do not support the
+ * higher one).
  *
  * Why smoothed: a single mark moving by 0.3 vol point is mostly idiosyncratic noise (exchanges re-mark each option on
  * its own; the simulator re-draws per-option mark noise), which the surface fit itself averages away, so refitting
  * at once for it buys nothing. A move of the smile's level, skew or curvature (the parallel shift of an expiry, a wing
  * repriced) passes the smoothing whole. With independent noise of standard deviation s per mark, the fitted value at
- * a quote has standard deviation about s * sqrt(3 / n) at the centre of n quotes (linear regression, e.g. Press,
+ * a strike has standard deviation about s * sqrt(3 / n) at the centre of n strikes (linear regression, e.g. Press,
  * Teukolsky, Vetterling and Flannery, "Numerical Recipes", 3rd ed., 2007, sec. 15.4, general linear least squares;
  * the normal equations are solved by Gaussian elimination with partial pivoting here).
  *
- * @param k log-moneyness ln(K/F) of each quote
- * @param dVolPts mark move of each quote, vol points (same length as k)
- * @returns the largest |smoothed move| at the quotes, vol points (0 for no quote)
+ * @param k log-moneyness ln(K/F) of each strike (distinct)
+ * @param dVolPts mark move at each strike, vol points (same length as k)
+ * @returns the largest |smoothed move| at the strikes, vol points (0 for none)
  */
 export function smoothedMoveVolPts(k: ArrayLike<number>, dVolPts: ArrayLike<number>): number {
   const n = k.length;
@@ -154,6 +156,8 @@ export class ChainState {
   private readonly viewedMarkIv = new Map<string, number>();
   /** Expiries (Unix s) with an urgent move not yet handed to a view. */
   private readonly urgent = new Set<number>();
+  /** Expiries with a mark that moved by the threshold since the view that last refitted them (checked on every tick). */
+  private readonly moved = new Set<number>();
 
   constructor(
     readonly source: Source,
@@ -183,7 +187,8 @@ export class ChainState {
         this.expiryChangedAt.set(ev.expirationTimestamp, this.version + 1);
         if (this.urgentIv > 0 && !this.urgent.has(ev.expirationTimestamp)) {
           const seen = this.viewedMarkIv.get(ev.instrument);
-          if (seen !== undefined && Math.abs(ev.markIv - seen) >= this.urgentIv && this.smileMoveVolPts(sameExpiry, ev.forward) >= this.urgentIv * 100) {
+          if (seen !== undefined && Math.abs(ev.markIv - seen) >= this.urgentIv) this.moved.add(ev.expirationTimestamp);
+          if (this.moved.has(ev.expirationTimestamp) && this.smileMoveVolPts(sameExpiry, ev.forward) >= this.urgentIv * 100) {
             this.urgent.add(ev.expirationTimestamp);
           }
         }
@@ -227,6 +232,7 @@ export class ChainState {
       this.fullAt = this.version;
       for (const e of [...this.expiryChangedAt.keys()]) if (e <= nowS) this.expiryChangedAt.delete(e);
       for (const e of [...this.urgent]) if (e <= nowS) this.urgent.delete(e);
+      for (const e of [...this.moved]) if (e <= nowS) this.moved.delete(e);
       for (const name of [...this.viewedMarkIv.keys()]) if (!this.options.has(name)) this.viewedMarkIv.delete(name);
     }
     return n;
@@ -298,8 +304,15 @@ export class ChainState {
     if (this.urgentIv > 0) {
       const only = partial ? new Set(refitOnly) : null;
       for (const [name, q] of this.options) if (!only || only.has(q.expirationTimestamp)) this.viewedMarkIv.set(name, q.markIv);
-      if (only) for (const e of only) this.urgent.delete(e);
-      else this.urgent.clear();
+      if (only) {
+        for (const e of only) {
+          this.urgent.delete(e);
+          this.moved.delete(e);
+        }
+      } else {
+        this.urgent.clear();
+        this.moved.clear();
+      }
     }
     return Object.freeze({
       source: this.source,
@@ -322,13 +335,22 @@ export class ChainState {
    * ({@link smoothedMoveVolPts} over its quotes with a reference mark; log-moneyness against `forward`).
    */
   private smileMoveVolPts(quotes: ReadonlyMap<string, OptionQuote>, forward: number): number {
-    const k: number[] = [];
-    const d: number[] = [];
+    // one point per strike: the mean move of its call and put (they carry the same mark IV on most exchanges)
+    const byStrike = new Map<number, { sum: number; n: number }>();
     for (const q of quotes.values()) {
       const seen = this.viewedMarkIv.get(q.instrument);
       if (seen === undefined) continue;
-      k.push(Math.log(q.strike / forward));
-      d.push((q.markIv - seen) * 100);
+      const p = byStrike.get(q.strike);
+      if (p) {
+        p.sum += q.markIv - seen;
+        p.n++;
+      } else byStrike.set(q.strike, { sum: q.markIv - seen, n: 1 });
+    }
+    const k: number[] = [];
+    const d: number[] = [];
+    for (const [strike, p] of byStrike) {
+      k.push(Math.log(strike / forward));
+      d.push((100 * p.sum) / p.n);
     }
     return smoothedMoveVolPts(k, d);
   }

@@ -237,7 +237,8 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
             // an urgent refit withdraws the pair's regular fit waiting for (or running in) a worker: it runs first, the
             // regular after
             tap((trigger) => {
-              if (trigger !== 'regular' && withdraw) withdraw.abort();
+              // (not when the regular view in flight was taken after the move: it holds it, nothing is urgent any more)
+              if (trigger !== 'regular' && withdraw && state!.hasUrgent(fittedVersion.get(key) ?? 0)) withdraw.abort();
             }),
             latestWins(
               (trigger): { chainFit: ChainFit; view: ChainView } | null | Promise<{ chainFit: ChainFit; view: ChainView }> => {

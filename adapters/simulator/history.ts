@@ -16,7 +16,7 @@
  *    each exchange's real normalizer into a ChainState per pair, and calibrated by the
  *    same fitChain as the live data, memory namespace 'history'. The twin and the printing live in the
  *    calibration worker ({@link TwinMarketPrinter}), like the fits, so that the thread serving REST only builds
- *    the snapshots. The SVI, SABR and Vanna-Volga snapshots go to the 24 h history (src/cache/history.ts), not
+ *    the snapshots (and the one iVSummary of each history point, src/cache/history.ts summarizeSurface). The SVI, SABR and Vanna-Volga snapshots go to the 24 h history (src/cache/history.ts), not
  *    to the cache.
  * 3. Just in time. A seed point of time t is calibrated `leadS` before the live service first needs it, at
  *    t + 24 h (the 24 h change at time t' reads the point nearest t' - 24 h): at start only the

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
+import { ChainFitter, FitYielded, type ChainFit } from '../../streams/calibrate.js';
 import { CalibrationPool, FitWithdrawnError, defaultPoolSize } from '../../streams/calibrationPool.js';
 import { HistoryWorker } from '../../adapters/simulator/historyPool.js';
 import type { Pair } from '../../src/domain/markets.js';
@@ -40,7 +40,8 @@ function numbers(f: ChainFit): unknown {
 
 /**
  * The same structure and every string equal, numbers within `rel` relative (absolute near 0); the paths that differ.
- * (A slice reused by a later pass is carried through carryForwardParams, exact in exact arithmetic only.)
+ * (A slice reused by a later pass is carried through carryForwardParams, exact in exact arithmetic only: SVI's
+ * parameters come back within about 1e-11 relative.)
  */
 function mismatches(a: unknown, b: unknown, rel: number, path = ''): string[] {
   if (typeof a === 'number' && typeof b === 'number') return Math.abs(a - b) <= rel * Math.max(1, Math.abs(a), Math.abs(b)) ? [] : [`${path}: ${a} vs ${b}`];
@@ -155,12 +156,18 @@ describe('CalibrationPool', () => {
     await Promise.all([regular, urgentB]);
     expect(order).toEqual(['regular yielded', 'urgent done']);
     expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
-    // asked again: the slices refitted before the yield are reused, the rest refitted; the numbers are those of a
-    // fitter that was never interrupted
-    const retried = await pool.fit(moved);
+    // asked again, with another urgent fit queued behind it at once: a pair yields at most once in a row (no
+    // starvation), so this one runs to its end; the slices refitted before the yield are reused, the rest refitted,
+    // and the numbers are those of a fitter that was never interrupted
+    const order2: string[] = [];
+    const retriedP = pool.fit(moved).then((f) => (order2.push('regular'), f));
+    const urgentB2 = pool.fit(urgent(B)).then(() => order2.push('urgent'));
+    const [retried] = await Promise.all([retriedP, urgentB2]);
+    expect(order2).toEqual(['regular', 'urgent']);
+    expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
     const local = new ChainFitter();
     local.fit(A);
-    expect(mismatches(numbers(retried), numbers(local.fit(moved)), 1e-12)).toEqual([]);
+    expect(mismatches(numbers(retried), numbers(local.fit(moved)), 1e-9)).toEqual([]);
     // its own signal aborted while it runs (its pair's urgent refit arrived): a regular incremental fit yields too
     const third: ChainView = { ...moved, options: moved.options.map((o) => ({ ...o, markIv: o.markIv - 0.004 })), version: moved.version + 2 };
     const own = new AbortController();
@@ -174,6 +181,23 @@ describe('CalibrationPool', () => {
     await Promise.all([pool.fit(again), pool.fit(incremental(B))]);
     await Promise.all([pool.fit({ ...A, full: true }), pool.fit(urgent(B))]);
     expect(pool.stats()).toMatchObject({ yieldRequests: 2, yielded: 2 });
+  });
+
+  it('a fit that yields after a whole model leaves the cumulative counts as they were: its retry equals an uninterrupted fit', () => {
+    const moved: ChainView = { ...incremental(A), options: A.options.map((o) => ({ ...o, markIv: o.markIv * 1.03 })), version: A.version + 1 };
+    const interrupted = new ChainFitter();
+    interrupted.fit(A);
+    // the 11 SVI slices refit (10 questions), then SABR's first two: yield before SABR's third slice
+    let asked = 0;
+    expect(() => interrupted.fit(moved, 'live', () => ++asked > 12)).toThrow(FitYielded);
+    expect(asked).toBe(13);
+    expect(interrupted.memoryOf('DERIBIT', A.pair)!.lastPass.get('SVI')!.refitted).toBe(11);
+    const retried = interrupted.fit(moved);
+    const plain = new ChainFitter();
+    plain.fit(A);
+    expect(mismatches(numbers(retried), numbers(plain.fit(moved)), 1e-9)).toEqual([]);
+    // a full view never asks
+    expect(() => new ChainFitter().fit(A, 'live', () => true)).not.toThrow();
   });
 
   it('fails queued fits after close', async () => {

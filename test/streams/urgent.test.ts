@@ -74,7 +74,9 @@ const cold = (view: ChainView): ChainFit => fitChain({ ...view, full: true, refi
 
 describe('ChainState urgency', () => {
   const events = loadEvents();
-  const options = optionsOf(events);
+  // the state's final quote of each instrument (the recording has several ticks of some): re-marking those moves each
+  // instrument by exactly the amount asked, with no intermediate state in between
+  const options = [...new Map(optionsOf(events).map((o) => [o.instrument, o])).values()];
   const [e1, e2, e3] = [fullExpiries(options)[2]!, fullExpiries(options)[4]!, fullExpiries(options)[6]!];
 
   /** Deterministic standard normal draws (mulberry32 + Box-Muller): the mark noise of the tests. */
@@ -104,15 +106,15 @@ describe('ChainState urgency', () => {
     st.apply({ ...one, markIv: one.markIv + 0.006, timestamp: one.timestamp + 2 });
     expect(st.hasUrgent(v1.version)).toBe(false);
     // every mark of e2 re-drawn with independent noise of 0.2 vol point (as the simulator re-draws its mark noise):
-    // more than a third of them move by the threshold or more, the expiry is not urgent
+    // more than a fifth of them move by the threshold or more, the expiry is not urgent
     const z = normals(7);
     const noisy = remark(options, e2, 0, 2).map((o) => ({ ...o, markIv: o.markIv + 0.002 * z() }));
     expect(noisy.filter((o, i) => Math.abs(o.markIv - remark(options, e2, 0, 2)[i]!.markIv) >= 0.0025).length).toBeGreaterThan(noisy.length / 5);
     for (const o of noisy) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(false);
-    // a slow parallel drift of e1 (0.1 vol point a step) becomes urgent once it adds up to the threshold
-    for (const o of remark(options, e1, 0.001, 3)) st.apply(o);
-    for (const o of remark(options, e1, 0.002, 4)) st.apply(o);
+    // a slow parallel drift of e1 (0.05 vol point a step) becomes urgent once it adds up to the threshold
+    for (const o of remark(options, e1, 0.0005, 3)) st.apply(o);
+    for (const o of remark(options, e1, 0.001, 4)) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(false);
     for (const o of remark(options, e1, 0.003, 5)) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(true);
@@ -137,6 +139,46 @@ describe('ChainState urgency', () => {
     st.requireFull(st.version);
     expect(st.hasUrgent(v1.version)).toBe(false);
     expect(st.urgentView(v1.version)).toBeNull();
+  });
+
+  it('a small expiry: one edge strike re-marked (call and put) is not a move, all of them are; a tilt is urgent whatever order its ticks arrive in', () => {
+    // an expiry of 5 strikes (10 quotes): the recorded first expiry's 5 strikes nearest the forward
+    const first = options.filter((o) => o.expirationTimestamp === fullExpiries(options)[0]!);
+    const F = first[0]!.forward;
+    const five = [...new Set(first.map((o) => o.strike))].sort((a, b) => Math.abs(a - F) - Math.abs(b - F)).slice(0, 5).sort((a, b) => a - b);
+    const small = first.filter((o) => five.includes(o.strike));
+    expect(small).toHaveLength(10);
+    const st = new ChainState('DERIBIT', PAIR, { urgentVolPts: 0.25 });
+    for (const e of events) if (e.kind !== 'option' || small.includes(e)) st.apply(e);
+    const v1 = st.view();
+    const at = (o: OptionQuote, dVol: number, dt: number): OptionQuote => ({ ...o, markIv: o.markIv + dVol, timestamp: o.timestamp + dt });
+    // the top strike's call and put up 0.3 vol point: the linear fit through 5 strikes gives it 0.18
+    for (const o of small) if (o.strike === five[4]) st.apply(at(o, 0.003, 1));
+    expect(st.hasUrgent(v1.version)).toBe(false);
+    // every strike up 0.3 vol point
+    for (const o of small) st.apply(at(o, 0.003, 2));
+    expect(st.hasUrgent(v1.version)).toBe(true);
+
+    // a tilt of e1 (+-0.3 vol point at its outermost strikes), its ticks in order of decreasing move: the few that move
+    // by the threshold come first, when the smoothed move of the expiry is still under it; ticks that each move less
+    // than the threshold complete it
+    const big = new ChainState('DERIBIT', PAIR, { urgentVolPts: 0.25 });
+    for (const e of events) big.apply(e);
+    const w1 = big.view();
+    const e1Quotes = options.filter((o) => o.expirationTimestamp === e1);
+    const ks = e1Quotes.map((o) => Math.log(o.strike / o.forward));
+    const [lo, hi] = [Math.min(...ks), Math.max(...ks)];
+    const tilt = (o: OptionQuote): number => 0.003 * ((2 * (Math.log(o.strike / o.forward) - lo)) / (hi - lo) - 1);
+    const ticks = [...e1Quotes].sort((a, b) => Math.abs(tilt(b)) - Math.abs(tilt(a)));
+    let urgentAfter = -1;
+    ticks.forEach((o, i) => {
+      big.apply(at(o, tilt(o), 3));
+      if (urgentAfter < 0 && big.hasUrgent(w1.version)) urgentAfter = i;
+    });
+    const bigTicks = ticks.filter((o) => Math.abs(tilt(o)) >= 0.0025).length;
+    expect(bigTicks).toBeGreaterThan(0);
+    expect(urgentAfter).toBeGreaterThanOrEqual(bigTicks);
+    expect(big.hasUrgent(w1.version)).toBe(true);
   });
 
   it('smoothedMoveVolPts: a parallel shift and a tilt pass whole, a single mark is damped, degenerate inputs are safe', () => {
