@@ -1,7 +1,8 @@
 /**
- * Calibration worker thread (one of the pool's, streams/calibrationPool.ts): receives {@link ChainView}s, answers
+ * Calibration worker thread (one of the pool's, streams/calibrationPool.ts): receives chain views, answers
  * {@link ChainFit}s (SVI, SABR and Vanna-Volga per expiry, streams/calibrate.ts), so that fitting never blocks the
- * thread serving REST. Messages: `{ id, view, namespace? }` -> `{ id, result: ChainFit }`, `{ id, withdrawn: true }`
+ * thread serving REST. Messages: `{ id, view, namespace? }` (the view's option quotes in columns, streams/viewCodec.ts)
+ * -> `{ id, result: ChainFit }`, `{ id, withdrawn: true }`
  * when a regular incremental fit yielded to an urgent one, or `{ id, error }` on failure. `workerData.fitOptions` holds
  * the {@link ChainFitOptions} (SABR beta); `workerData.yieldFlag`, when given, is a SharedArrayBuffer of one Int32
  * that the pool sets to 1 when a fit that must not wait (urgent, or full after a reconnect) is queued behind the one
@@ -13,16 +14,16 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { ChainFitter, FitYielded, type ChainFitOptions } from './calibrate.js';
-import type { ChainView } from './chainState.js';
+import { decodeView, type EncodedView } from './viewCodec.js';
 
 const data = (workerData ?? {}) as { fitOptions?: ChainFitOptions; yieldFlag?: SharedArrayBuffer };
 const fitter = new ChainFitter(data.fitOptions ?? {});
 const flag = data.yieldFlag ? new Int32Array(data.yieldFlag) : null;
 const shouldYield = flag ? (): boolean => Atomics.load(flag, 0) !== 0 : undefined;
 
-parentPort!.on('message', (msg: { id: number; view: ChainView; namespace?: string }) => {
+parentPort!.on('message', (msg: { id: number; view: EncodedView; namespace?: string }) => {
   try {
-    parentPort!.postMessage({ id: msg.id, result: fitter.fit(msg.view, msg.namespace, shouldYield) });
+    parentPort!.postMessage({ id: msg.id, result: fitter.fit(decodeView(msg.view), msg.namespace, shouldYield) });
   } catch (err) {
     if (err instanceof FitYielded) parentPort!.postMessage({ id: msg.id, withdrawn: true });
     else parentPort!.postMessage({ id: msg.id, error: (err as Error)?.message ?? String(err) });

@@ -327,6 +327,15 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
     return { fit, views, outcome, land };
   }
 
+  /** A pipeline on a {@link heldWorker} fed the recorded chain: its first (full) fit asked for, not landed yet. */
+  function heldPipeline(events: readonly ChainEvent[]) {
+    const worker = heldWorker();
+    const r = run(0.25, worker.fit);
+    for (const e of events) r.events$.next(e);
+    vi.advanceTimersByTime(THROTTLE_MS);
+    return { worker, ...r };
+  }
+
   it('a +2 vol point shift of one expiry is served at once; a 0.1 vol point drift waits for the throttle', () => {
     const { events, options, expiries, target } = chain();
     const { events$, p, svi, kinds } = run(0.25);
@@ -364,11 +373,8 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
 
   it('a shift that arrives while the first (full) fit is in flight is refitted as soon as that fit lands, not at the next throttle', async () => {
     const { events, options, target } = chain();
-    const worker = heldWorker();
-    const { events$, p, svi } = run(0.25, worker.fit);
+    const { worker, events$, p, svi } = heldPipeline(events);
     try {
-      for (const e of events) events$.next(e);
-      vi.advanceTimersByTime(THROTTLE_MS);
       expect(worker.views.map((v) => v.full)).toEqual([true]);
       // the shift arrives while the full fit is in flight
       for (const o of remark(options, target, 0.02, 2)) events$.next(o);
@@ -389,11 +395,8 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
 
   it('an urgent refit withdraws the regular fit still waiting for a worker, runs first, and the regular one runs after it', async () => {
     const { events, options, expiries, target } = chain();
-    const worker = heldWorker();
-    const { events$, p, svi } = run(0.25, worker.fit);
+    const { worker, events$, p, svi } = heldPipeline(events);
     try {
-      for (const e of events) events$.next(e);
-      vi.advanceTimersByTime(THROTTLE_MS);
       await worker.land();
       // a drift under the threshold: the regular fit is asked for and waits for the worker
       for (const o of remark(options, expiries[1]!, 0.001, 2)) events$.next(o);
@@ -422,11 +425,8 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
 
   it('refitAllFull (end of a replay): a full cold fit of the latest state at once; settled only once it is done', async () => {
     const { events } = chain();
-    const worker = heldWorker();
-    const { events$, p, svi } = run(0.25, worker.fit);
+    const { worker, p, svi } = heldPipeline(events);
     try {
-      for (const e of events) events$.next(e);
-      vi.advanceTimersByTime(THROTTLE_MS);
       await worker.land();
       expect(p.isSettled()).toBe(true);
       p.refitAllFull();
