@@ -66,7 +66,7 @@ import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions } 
 import { deltaStrike } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';
 import type { VolSurface } from '../src/quant/surface.js';
-import type { ChainView } from './chainState.js';
+import { isRegularIncremental, type ChainView } from './chainState.js';
 import { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit } from '../src/cache/snapshotBuilder.js';
 
 export { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit };
@@ -742,7 +742,7 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
   memory.prune(obs);
   memory.incremental = view.full === false;
   memory.refitOnly = view.full === false && view.refitOnly !== undefined ? new Set(view.refitOnly) : null;
-  memory.shouldYield = view.full === false && view.refitOnly === undefined && shouldYield ? shouldYield : null;
+  memory.shouldYield = isRegularIncremental(view) && shouldYield ? shouldYield : null;
   memory.chainRefits = 0;
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);

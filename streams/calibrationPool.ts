@@ -29,7 +29,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
-import type { ChainView } from './chainState.js';
+import { isRegularIncremental, type ChainView } from './chainState.js';
 import { encodeView } from './viewCodec.js';
 
 /**
@@ -38,6 +38,7 @@ import { encodeView } from './viewCodec.js';
  * behind it (the slices it refitted stay in the worker's memory of the pair). Not a failure: ask again.
  */
 export class FitWithdrawnError extends Error {
+  /** @param running true when the fit had started and yielded, false when it was withdrawn from the queue */
   constructor(running = false) {
     super(running ? 'calibration fit yielded its worker to an urgent one' : 'calibration fit withdrawn before it started');
     this.name = 'FitWithdrawnError';
@@ -156,8 +157,7 @@ interface Queued {
 interface Slot {
   readonly channel: WorkerChannel;
   readonly queue: Queued[];
-  busy: boolean;
-  /** The fit the worker is running, or null. */
+  /** The fit the worker is running, or null (idle). */
   running: Queued | null;
   /** Shared with the worker (workerData.yieldFlag): 1 asks the running regular incremental fit to yield. */
   readonly yieldFlag: Int32Array;
@@ -191,6 +191,15 @@ const FULL_FIRST_MS = 60_000;
 const URGENT_FIRST_MS = 30_000;
 
 /**
+ * A fit's head start in its worker's queue, ms: a full fit (start, reconnect of the source, roll-off; not the periodic
+ * safety net) goes first, since that pair's served data is stale until it is done; an urgent partial fit next; 0 for
+ * the others. A fit with a head start is also one that must not wait for a running regular fit (preemption).
+ */
+function headStart(view: ChainView): number {
+  return view.full && !view.periodic ? FULL_FIRST_MS : view.refitOnly ? URGENT_FIRST_MS : 0;
+}
+
+/**
  * A pool of calibration worker threads (see the module docstring).
  */
 export class CalibrationPool {
@@ -215,7 +224,6 @@ export class CalibrationPool {
       return {
         channel: new WorkerChannel(new URL('./calibrationWorker.ts', import.meta.url), { fitOptions, yieldFlag }, `calibration-${i}`),
         queue: [],
-        busy: false,
         running: null,
         yieldFlag: new Int32Array(yieldFlag),
         load: 0,
@@ -280,14 +288,13 @@ export class CalibrationPool {
    * whole pass of another pair (30 to 45 ms for a BTC chain with three models).
    */
   private askToYield(slot: Slot, job: Queued): void {
-    const mustNotWait = job.view.refitOnly !== undefined || (job.view.full === true && !job.view.periodic);
-    if (mustNotWait) this.requestYield(slot);
+    if (headStart(job.view) > 0) this.requestYield(slot);
   }
 
   /** Set the worker's yield flag when it runs a regular incremental fit (full and urgent fits never yield). */
   private requestYield(slot: Slot): void {
     const r = slot.running;
-    if (!r || r.view.full !== false || r.view.refitOnly !== undefined) return;
+    if (!r || !isRegularIncremental(r.view)) return;
     // a pair whose previous fit yielded runs this one to its end: urgent fits of other pairs arriving faster than
     // its pass must not starve it
     if (this.yieldedLast.has(r.key)) return;
@@ -310,23 +317,19 @@ export class CalibrationPool {
 
   /** Start the next fit of `slot` when it is idle: the smallest expected time minus waiting time first. */
   private pump(slot: Slot): void {
-    if (slot.busy || slot.queue.length === 0 || this.closed) return;
+    if (slot.running !== null || slot.queue.length === 0 || this.closed) return;
     const t = now();
     let best = 0;
     let bestScore = Infinity;
     for (let i = 0; i < slot.queue.length; i++) {
       const q = slot.queue[i]!;
-      // a full fit (start, reconnect of the source, roll-off; not the periodic safety net) goes first: after a
-      // reconnect that pair's served data is stale until it is done
-      const head = q.view.full && !q.view.periodic ? FULL_FIRST_MS : q.view.refitOnly ? URGENT_FIRST_MS : 0;
-      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - head;
+      const score = (this.expected.get(q.key) ?? UNKNOWN_MS) - (t - q.enqueuedAt) - headStart(q.view);
       if (score < bestScore) {
         bestScore = score;
         best = i;
       }
     }
     const job = slot.queue.splice(best, 1)[0]!;
-    slot.busy = true;
     slot.running = job;
     // the worker is idle: a request to yield left from the previous fit is void
     Atomics.store(slot.yieldFlag, 0, 0);
@@ -343,14 +346,12 @@ export class CalibrationPool {
           this.expected.set(job.key, next);
           slot.load += next - prev;
         }
-        slot.busy = false;
         slot.running = null;
         this.yieldedLast.delete(job.key);
         job.resolve(fit);
         this.pump(slot);
       },
       (err: Error) => {
-        slot.busy = false;
         slot.running = null;
         if (err instanceof FitWithdrawnError) {
           this.yielded++;

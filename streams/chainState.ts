@@ -44,6 +44,14 @@ export interface ChainView {
   readonly periodic?: boolean;
 }
 
+/**
+ * True for a regular incremental view: not full, not an urgent partial one. The only kind of fit that may yield its
+ * worker to an urgent one (streams/calibrationPool.ts preemption, streams/calibrate.ts fitChain `shouldYield`).
+ */
+export function isRegularIncremental(view: Pick<ChainView, 'full' | 'refitOnly'>): boolean {
+  return view.full === false && view.refitOnly === undefined;
+}
+
 /** Options of a {@link ChainState}. */
 export interface ChainStateOptions {
   /**

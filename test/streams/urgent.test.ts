@@ -23,6 +23,7 @@ import { ChainFitter, FitMemory, fitChain, type ChainFit } from '../../streams/c
 import { ChainState, smoothedMoveVolPts, type ChainView } from '../../streams/chainState.js';
 import { startPipelines, URGENT_COALESCE_MS } from '../../streams/pipeline.js';
 import { FitWithdrawnError } from '../../streams/calibrationPool.js';
+import { Rng } from '../../adapters/simulator/rng.js';
 
 const FILE = 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl';
 const PAIR = { base: 'BTC', quote: 'USD' } as const;
@@ -79,19 +80,6 @@ describe('ChainState urgency', () => {
   const options = [...new Map(optionsOf(events).map((o) => [o.instrument, o])).values()];
   const [e1, e2, e3] = [fullExpiries(options)[2]!, fullExpiries(options)[4]!, fullExpiries(options)[6]!];
 
-  /** Deterministic standard normal draws (mulberry32 + Box-Muller): the mark noise of the tests. */
-  function normals(seed: number): () => number {
-    let a = seed >>> 0;
-    const u = (): number => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-    return () => Math.sqrt(-2 * Math.log(1 - u())) * Math.cos(2 * Math.PI * u());
-  }
-
   it("an expiry is urgent once its smile moved >= the threshold against the marks of its last refit; one mark's noise is not a move", () => {
     const st = new ChainState('DERIBIT', PAIR, { urgentVolPts: 0.25 });
     for (const e of events) st.apply(e);
@@ -107,8 +95,8 @@ describe('ChainState urgency', () => {
     expect(st.hasUrgent(v1.version)).toBe(false);
     // every mark of e2 re-drawn with independent noise of 0.2 vol point (as the simulator re-draws its mark noise):
     // more than a fifth of them move by the threshold or more, the expiry is not urgent
-    const z = normals(7);
-    const noisy = remark(options, e2, 0, 2).map((o) => ({ ...o, markIv: o.markIv + 0.002 * z() }));
+    const z = new Rng(7);
+    const noisy = remark(options, e2, 0, 2).map((o) => ({ ...o, markIv: o.markIv + 0.002 * z.normal() }));
     expect(noisy.filter((o, i) => Math.abs(o.markIv - remark(options, e2, 0, 2)[i]!.markIv) >= 0.0025).length).toBeGreaterThan(noisy.length / 5);
     for (const o of noisy) st.apply(o);
     expect(st.hasUrgent(v1.version)).toBe(false);
