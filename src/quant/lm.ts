@@ -144,20 +144,29 @@ export function levenbergMarquardt(
         }
       }
     }
+    // JᵀJ is symmetric: the upper triangle, mirrored (the same sums in the same order).
     const JtJ: number[][] = [];
     const Jtr: number[] = [];
+    for (let a = 0; a < n; a++) JtJ.push(new Array<number>(n).fill(0));
     for (let a = 0; a < n; a++) {
       const ca = J[a] as number[];
-      const row: number[] = [];
-      for (let b = 0; b < n; b++) {
+      const row = JtJ[a] as number[];
+      for (let b = a; b < n; b++) {
         const cb = J[b] as number[];
         let s = 0;
-        for (const i of rows) s += (ca[i] as number) * (cb[i] as number);
-        row.push(Number.isFinite(s) ? s : 0);
+        for (let t = 0; t < rows.length; t++) {
+          const i = rows[t] as number;
+          s += (ca[i] as number) * (cb[i] as number);
+        }
+        const v = Number.isFinite(s) ? s : 0;
+        row[b] = v;
+        (JtJ[b] as number[])[a] = v;
       }
-      JtJ.push(row);
       let s = 0;
-      for (const i of rows) s += (ca[i] as number) * (r[i] as number);
+      for (let t = 0; t < rows.length; t++) {
+        const i = rows[t] as number;
+        s += (ca[i] as number) * (r[i] as number);
+      }
       Jtr.push(Number.isFinite(s) ? s : 0);
     }
     let gMax = 0;
@@ -434,6 +443,154 @@ export function solveQpActiveSet(
     }
   }
   return { x: Array.from(x), active: W, iterations: it };
+}
+
+/**
+ * The same convex QP in exactly three variables and without equality rows,
+ *   minimize ½ xᵀHx - gᵀx  subject to  A x <= b,
+ * solved by enumerating active sets of size 0, 1, 2, 3 in that order and returning the first that satisfies the
+ * KKT conditions (primal feasibility, multipliers >= 0). For a strictly convex objective the KKT point is the
+ * unique minimizer (Nocedal-Wright 2006, Theorem 16.4), so the answer is the active-set method's, found in a few
+ * closed-form steps instead of a dozen Gaussian eliminations: with H⁻¹ once, the unconstrained minimizer
+ * x_u = H⁻¹g, u_j = H⁻¹A_jᵀ and r_j = A_j x_u - b_j, the set S has multipliers μ = (A_S u_S)⁻¹ r_S and
+ * x = x_u - Σ_S μ_j u_j (the range-space form, Nocedal-Wright 2006 eq. (16.17)). A single row can only be the
+ * active set when x_u violates it (μ = r_j / A_j u_j > 0), which prunes most of the work.
+ * @param H symmetric positive definite 3x3; @param g length 3; @param A rows of length 3; @param b one per row.
+ * @returns the minimizer, or null when H is ill-conditioned (relative determinant < 1e-8) or no active set of at most three rows
+ *   satisfies the KKT conditions within rounding (degenerate; the caller falls back to {@link solveQpActiveSet}).
+ */
+export function solveQp3(H: readonly (readonly number[])[], g: readonly number[], A: readonly (readonly number[])[], b: readonly number[]): number[] | null {
+  const h0 = H[0] as readonly number[];
+  const h1 = H[1] as readonly number[];
+  const h2 = H[2] as readonly number[];
+  const a = h0[0] as number, bb = h0[1] as number, c = h0[2] as number;
+  const e = h1[1] as number, f = h1[2] as number, i = h2[2] as number;
+  // Adjugate of the symmetric H (Cramer's rule).
+  const c00 = e * i - f * f, c01 = c * f - bb * i, c02 = bb * f - c * e;
+  const c11 = a * i - c * c, c12 = c * bb - a * f, c22 = a * e - bb * bb;
+  const det = a * c00 + bb * c01 + c * c02;
+  // An ill-conditioned H (relative determinant below 1e-8) is left to the active-set method, whose elimination on
+  // the KKT system does not form H⁻¹.
+  if (!(Math.abs(det) > 1e-8 * Math.abs(a * e * i)) || !Number.isFinite(det)) return null;
+  const m = A.length;
+  const w = qp3Scratch(m);
+  const inv = w.inv;
+  inv[0] = c00 / det; inv[1] = c01 / det; inv[2] = c02 / det;
+  inv[3] = c01 / det; inv[4] = c11 / det; inv[5] = c12 / det;
+  inv[6] = c02 / det; inv[7] = c12 / det; inv[8] = c22 / det;
+  const g0 = g[0] as number, g1 = g[1] as number, g2 = g[2] as number;
+  const xu0 = inv[0]! * g0 + inv[1]! * g1 + inv[2]! * g2;
+  const xu1 = inv[3]! * g0 + inv[4]! * g1 + inv[5]! * g2;
+  const xu2 = inv[6]! * g0 + inv[7]! * g1 + inv[8]! * g2;
+  const { U, r, M } = w;
+  let scale = 0;
+  for (let j = 0; j < m; j++) {
+    const Aj = A[j] as readonly number[];
+    const A0 = Aj[0] as number, A1 = Aj[1] as number, A2 = Aj[2] as number;
+    for (let t = 0; t < 3; t++) U[3 * j + t] = inv[3 * t]! * A0 + inv[3 * t + 1]! * A1 + inv[3 * t + 2]! * A2;
+    r[j] = A0 * xu0 + A1 * xu1 + A2 * xu2 - (b[j] as number);
+    scale = Math.max(scale, Math.abs(b[j] as number), Math.abs(A0 * xu0) + Math.abs(A1 * xu1) + Math.abs(A2 * xu2));
+  }
+  for (let j = 0; j < m; j++) {
+    const Aj = A[j] as readonly number[];
+    for (let k = 0; k < m; k++) M[j * m + k] = (Aj[0] as number) * U[3 * k]! + (Aj[1] as number) * U[3 * k + 1]! + (Aj[2] as number) * U[3 * k + 2]!;
+  }
+  const tol = 1e-12 * (scale > 0 ? scale : 1);
+  const S = w.S;
+  const mu = w.mu;
+  if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 0, w.x)) return Array.from(w.x);
+  for (let j = 0; j < m; j++) {
+    if (!(r[j]! > 0)) continue; // a single active row must be violated by x_u (its multiplier r_j / M_jj > 0)
+    S[0] = j;
+    mu[0] = r[j]! / M[j * m + j]!;
+    if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 1, w.x)) return Array.from(w.x);
+  }
+  for (let j = 0; j < m; j++) {
+    for (let k = j + 1; k < m; k++) {
+      const p = M[j * m + j]!, q = M[j * m + k]!, s = M[k * m + k]!;
+      const dt = p * s - q * q;
+      if (!(Math.abs(dt) > 1e-12 * Math.abs(p * s))) continue;
+      S[0] = j;
+      S[1] = k;
+      mu[0] = (s * r[j]! - q * r[k]!) / dt;
+      mu[1] = (p * r[k]! - q * r[j]!) / dt;
+      if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 2, w.x)) return Array.from(w.x);
+    }
+  }
+  for (let j = 0; j < m; j++) {
+    for (let k = j + 1; k < m; k++) {
+      for (let l = k + 1; l < m; l++) {
+        const idx = [j, k, l];
+        const sol = solveLinearSystem(idx.map((x) => idx.map((y) => M[x * m + y]!)), [r[j]!, r[k]!, r[l]!]);
+        if (sol === null) continue;
+        S[0] = j;
+        S[1] = k;
+        S[2] = l;
+        mu[0] = sol[0]!;
+        mu[1] = sol[1]!;
+        mu[2] = sol[2]!;
+        if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 3, w.x)) return Array.from(w.x);
+      }
+    }
+  }
+  return null;
+}
+
+interface Qp3Scratch {
+  readonly inv: Float64Array;
+  readonly U: Float64Array;
+  readonly r: Float64Array;
+  readonly M: Float64Array;
+  readonly S: Int32Array;
+  readonly mu: Float64Array;
+  readonly x: Float64Array;
+}
+let qp3Buffers: Qp3Scratch | null = null;
+
+/** Work arrays of {@link solveQp3} for m rows, reused between calls (it is called thousands of times per fit). */
+function qp3Scratch(m: number): Qp3Scratch {
+  if (qp3Buffers === null || qp3Buffers.r.length < m) {
+    qp3Buffers = { inv: new Float64Array(9), U: new Float64Array(3 * m), r: new Float64Array(m), M: new Float64Array(m * m), S: new Int32Array(3), mu: new Float64Array(3), x: new Float64Array(3) };
+  }
+  return qp3Buffers;
+}
+
+/**
+ * KKT test of one active set of {@link solveQp3}: multipliers mu[0..q) >= 0 (up to rounding: a zero multiplier at a
+ * degenerate vertex may come out as -1e-17), and x = x_u - sum mu_t u_{S_t} feasible within tol. Writes x into `out`.
+ */
+function qp3Accept(
+  A: readonly (readonly number[])[],
+  b: readonly number[],
+  m: number,
+  tol: number,
+  xu0: number,
+  xu1: number,
+  xu2: number,
+  U: Float64Array,
+  S: Int32Array,
+  mu: Float64Array,
+  q: number,
+  out: Float64Array,
+): boolean {
+  let muMax = 0;
+  for (let t = 0; t < q; t++) muMax = Math.max(muMax, Math.abs(mu[t]!));
+  for (let t = 0; t < q; t++) if (!(mu[t]! >= -1e-9 * muMax)) return false;
+  let x0 = xu0, x1 = xu1, x2 = xu2;
+  for (let t = 0; t < q; t++) {
+    const j = S[t]!;
+    x0 -= mu[t]! * U[3 * j]!;
+    x1 -= mu[t]! * U[3 * j + 1]!;
+    x2 -= mu[t]! * U[3 * j + 2]!;
+  }
+  for (let j = 0; j < m; j++) {
+    const Aj = A[j] as readonly number[];
+    if ((Aj[0] as number) * x0 + (Aj[1] as number) * x1 + (Aj[2] as number) * x2 - (b[j] as number) > tol) return false;
+  }
+  out[0] = x0;
+  out[1] = x1;
+  out[2] = x2;
+  return true;
 }
 
 /** Gaussian elimination with partial pivoting on an augmented row-major dim x (dim+1) matrix, in place. */

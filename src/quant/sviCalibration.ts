@@ -10,7 +10,8 @@
  *    variance), a + c - |d| >= floor (a sufficient linear form of w >= 0, since
  *    sqrt(c^2 - d^2) >= c - |d|; Gatheral-Jacquier 2014 sec. 3.1) and a <= max quoted variance
  *    (Zeliade's a-bound). The outer 2-D problem in (m, sigma) is searched on a deterministic grid
- *    (several starting points) and refined by Nelder-Mead from the best grid points.
+ *    (several starting points) and refined by Nelder-Mead from the grid's local minima (at most 3: adjacent
+ *    grid points lie in one basin and would converge to the same optimum).
  *    Residuals are in variance, scaled by 1/(2·iv) so that they approximate IV errors
  *    (d sigma = dv / (2 sigma)).
  * 2. Levenberg-Marquardt polish of all free raw parameters on the exact IV residuals
@@ -40,7 +41,7 @@
  *
  * Deterministic: no randomness; `options.previous` (warm start) only adds a starting point.
  */
-import { levenbergMarquardt, nelderMead, solveQpActiveSet } from './lm.js';
+import { levenbergMarquardt, nelderMead, solveQp3, solveQpActiveSet } from './lm.js';
 import {
   LEE_MAX_WING_SLOPE,
   butterflyArbitrageFree,
@@ -437,32 +438,40 @@ interface Inner {
 
 /**
  * Constrained weighted linear least squares for (a, d, c) at fixed (m, sigma), variance units
- * (w/T): a 3-variable convex QP under the 7 linear constraints of the module docstring, solved
- * exactly by the primal active-set method (Nocedal-Wright 2006, Alg. 16.3) from a strictly
- * feasible start. `fixC` fixes c (2-parameter mode).
+ * (w/T): a 3-variable convex QP under the 7 linear constraints of the module docstring.
+ * Solved in the variables (a, p, q), p = (c + d)/2, q = (c - d)/2, where w/T = a + p·(z + y) + q·(z - y) with
+ * z = sqrt(y^2 + 1): the same problem after a linear change of variables, but well conditioned when every quote
+ * lies on one side of m (there the columns y and z of the (a, d, c) form are nearly equal, while (z + y)(z - y) = 1
+ * keeps these two apart), and its constraints are bounds: |rho| <= 1 is p, q >= 0, the Lee bound 2p, 2q <= L,
+ * w >= floor is a + 2p, a + 2q >= floor. Solved exactly by enumerating the active sets (lm.ts solveQp3), or, with
+ * `fixC` (2-parameter mode: c = p + q fixed) and in degenerate cases, by the primal active-set method
+ * (Nocedal-Wright 2006, Alg. 16.3) from a strictly feasible start.
  */
 function innerFit(ctx: Context, m: number, sigma: number, fixC?: number): Inner {
   const { d, lam, T } = ctx;
-  let h00 = 0, h01 = 0, h02 = 0, h11 = 0, h12 = 0, h22 = 0, g0 = 0, g1 = 0, g2 = 0, c0 = 0;
+  let h00 = 0, h01 = 0, h02 = 0, h11 = 0, h22 = 0, g0 = 0, g1 = 0, g2 = 0, c0 = 0;
   const n = d.k.length;
   for (let i = 0; i < n; i++) {
     const y = ((d.k[i] as number) - m) / sigma;
     const z = Math.sqrt(y * y + 1);
+    // s = z + y and t = z - y = 1/s, each computed without cancellation.
+    const s = y >= 0 ? z + y : 1 / (z - y);
+    const t = y >= 0 ? 1 / (z + y) : z - y;
     const l = lam[i] as number;
     const v = d.v[i] as number;
-    const ly = l * y;
-    const lz = l * z;
+    const ls = l * s;
+    const lt = l * t;
     h00 += l;
-    h01 += ly;
-    h02 += lz;
-    h11 += ly * y;
-    h12 += ly * z;
-    h22 += lz * z;
+    h01 += ls;
+    h02 += lt;
+    h11 += ls * s;
+    h22 += lt * t;
     g0 += l * v;
-    g1 += ly * v;
-    g2 += lz * v;
+    g1 += ls * v;
+    g2 += lt * v;
     c0 += l * v * v;
   }
+  const h12 = h00; // sum of lambda s t, s t = 1
   const ridge = 1e-10 * ((h00 + h11 + h22) / 3) + 1e-300;
   const H = [
     [h00 + ridge, h01, h02],
@@ -471,63 +480,33 @@ function innerFit(ctx: Context, m: number, sigma: number, fixC?: number): Inner 
   ];
   const g = [g0, g1, g2];
   const L = (LEE_MAX_WING_SLOPE * sigma) / T; // c + |d| <= 2 sigma / T (variance units)
-  const A = INNER_A;
   const bv = [0, 0, L, L, -ctx.vFloor, -ctx.vFloor, ctx.vMax];
   const cFix = fixC !== undefined ? Math.min(fixC / T, 0.999 * L) : undefined;
-  const E = cFix !== undefined ? [[0, 0, 1]] : [];
-  const e = cFix !== undefined ? [cFix] : [];
-  let x: number[] | null = cFix === undefined ? solve3(H, g) : null;
-  if (x !== null) {
-    for (let j = 0; j < A.length; j++) {
-      const row = A[j] as readonly number[];
-      const lhs = (row[0] as number) * (x[0] as number) + (row[1] as number) * (x[1] as number) + (row[2] as number) * (x[2] as number);
-      if (lhs > (bv[j] as number)) {
-        x = null;
-        break;
-      }
-    }
-  }
+  let x: number[] | null = cFix === undefined ? solveQp3(H, g, INNER_A, bv) : null;
   if (x === null) {
-    const x0 = [(ctx.vFloor + ctx.vMax) / 2, 0, cFix ?? L / 4];
-    x = solveQpActiveSet(H, g, A, bv, E, e, x0).x;
+    const c = cFix ?? L / 4;
+    const x0 = [(ctx.vFloor + ctx.vMax) / 2, c / 2, c / 2];
+    x = solveQpActiveSet(H, g, INNER_A, bv, cFix !== undefined ? [[0, 1, 1]] : [], cFix !== undefined ? [cFix] : [], x0).x;
   }
   let sse = c0;
   for (let r = 0; r < 3; r++) {
     const Hr = H[r] as number[];
     sse += (x[r] as number) * ((Hr[0] as number) * (x[0] as number) + (Hr[1] as number) * (x[1] as number) + (Hr[2] as number) * (x[2] as number)) - 2 * (g[r] as number) * (x[r] as number);
   }
-  return { x: [x[0] as number, x[1] as number, x[2] as number], sse: Math.max(sse, 0) };
+  const [a, p, q] = x as [number, number, number];
+  return { x: [a, p - q, p + q], sse: Math.max(sse, 0) };
 }
 
-/** Solves the symmetric 3x3 system H x = g by Cramer's rule; null if (near) singular. */
-function solve3(H: readonly (readonly number[])[], g: readonly number[]): number[] | null {
-  const [a, b, c] = H[0] as [number, number, number];
-  const [, e, f] = H[1] as [number, number, number];
-  const i = (H[2] as number[])[2] as number;
-  const d = b;
-  const gg = c;
-  const h = f;
-  const A0 = e * i - f * h;
-  const B0 = -(d * i - f * gg);
-  const C0 = d * h - e * gg;
-  const det = a * A0 + b * B0 + c * C0;
-  if (!(Math.abs(det) > 1e-14 * Math.abs(a * e * i))) return null;
-  const [g0, g1, g2] = g as [number, number, number];
-  const x0 = (A0 * g0 + (c * h - b * i) * g1 + (b * f - c * e) * g2) / det;
-  const x1 = (B0 * g0 + (a * i - c * gg) * g1 + (c * d - a * f) * g2) / det;
-  const x2 = (C0 * g0 + (b * gg - a * h) * g1 + (a * e - b * d) * g2) / det;
-  return Number.isFinite(x0) && Number.isFinite(x1) && Number.isFinite(x2) ? [x0, x1, x2] : null;
-}
-
-/** Inequality rows A x <= b of the inner problem, x = (a, d, c) in variance units:
- * d - c <= 0, -d - c <= 0 (|rho| <= 1); d + c <= L, -d + c <= L (Lee); -a - c ± d <= -floor (w >= floor); a <= vMax. */
+/** Inequality rows A x <= b of the inner problem in x = (a, p, q), variance units (innerFit):
+ * -q <= 0, -p <= 0 (|rho| <= 1: |d| <= c); 2p <= L, 2q <= L (Lee: c + |d| <= L); -a - 2q <= -floor and
+ * -a - 2p <= -floor (w >= floor: a + c -|d| >= floor); a <= vMax. */
 const INNER_A: readonly (readonly number[])[] = [
-  [0, 1, -1],
-  [0, -1, -1],
-  [0, 1, 1],
-  [0, -1, 1],
-  [-1, 1, -1],
-  [-1, -1, -1],
+  [0, 0, -1],
+  [0, -1, 0],
+  [0, 2, 0],
+  [0, 0, 2],
+  [-1, 0, -2],
+  [-1, -2, 0],
   [1, 0, 0],
 ];
 
@@ -543,8 +522,8 @@ const logit = (p: number): number => Math.log(p / (1 - p));
 
 /**
  * Outer search of the quasi-explicit method (Zeliade 2009): (m, sigma) by Nelder-Mead over the inner linear
- * least-squares fit of (a, c, d). Cold: a 9 x 8 grid, then Nelder-Mead from the 3 best grid points and from each
- * of `extraStarts`. `warmOnly` (with extra starts): Nelder-Mead from the extra starts alone.
+ * least-squares fit of (a, c, d). Cold: a 9 x 8 grid, then Nelder-Mead from the 3 best of its local minima (points
+ * no worse than their 8 neighbours) and from each of `extraStarts`. `warmOnly` (with extra starts): Nelder-Mead from the extra starts alone.
  */
 function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[], warmOnly = false): { params: SviParams; iterations: number } {
   const { mode, shape } = ctx;
@@ -555,7 +534,9 @@ function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[], warmOnly
   }
   const lnLo = Math.log(ctx.sLo);
   const lnHi = Math.log(ctx.sHi);
-  const clampP = (p: number): number => Math.min(1 - 1e-9, Math.max(1e-9, p));
+  // Starts are kept inside [1 %, 99 %] of each box: a warm start on the box's edge (e.g. sigma at its floor)
+  // would otherwise map to a logit of +-20, where the sigmoid is flat and the simplex cannot move.
+  const clampP = (p: number): number => Math.min(0.99, Math.max(0.01, p));
   const toM = (u: number): number => ctx.mLo + (ctx.mHi - ctx.mLo) * sigmoid(u);
   const toS = (v: number): number => Math.exp(lnLo + (lnHi - lnLo) * sigmoid(v));
   const fromM = (m: number): number => logit(clampP((m - ctx.mLo) / (ctx.mHi - ctx.mLo)));
@@ -599,8 +580,16 @@ function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[], warmOnly
       cand.push({ x, f: f(x) });
     }
   }
-  cand.sort((p, q) => p.f - q.f);
-  const starts = cand.slice(0, 3).map((c) => c.x);
+  // Starts: the grid's local minima (no better point among the 8 neighbours), best first, at most 3.
+  const at = (i: number, j: number): number => (i < 0 || j < 0 || i >= NM || j >= NS ? Number.POSITIVE_INFINITY : cand[i * NS + j]!.f);
+  const minima = cand.filter((c, t) => {
+    const i = Math.floor(t / NS);
+    const j = t % NS;
+    for (let di = -1; di <= 1; di++) for (let dj = -1; dj <= 1; dj++) if ((di !== 0 || dj !== 0) && at(i + di, j + dj) < c.f) return false;
+    return true;
+  });
+  minima.sort((p, q) => p.f - q.f);
+  const starts = minima.slice(0, 3).map((c) => c.x);
   for (const p of extraStarts) {
     if (Number.isFinite(p.m) && p.sigma > 0) starts.push([fromM(Math.min(Math.max(p.m, ctx.mLo), ctx.mHi)), fromS(Math.min(Math.max(p.sigma, ctx.sLo), ctx.sHi))]);
   }
@@ -703,22 +692,28 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
     const rt = Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
     return [rt, rt === 0 ? 1 : r / (rt * q)];
   };
-  const penaltyRows = (p: SviParams, out: number[]): void => {
-    for (const k of gridArr) {
-      const gk = gInline(p, k);
-      out.push(sl * Math.max(0, gTarget - (Number.isFinite(gk) ? gk : -10)));
+  const nBf = gridArr.length;
+  const nCal = calArr.length;
+  const ceilK = lambda > 0 && po.ceiling ? po.ceiling.k : [];
+  const nPen = nBf + nCal + ceilK.length;
+  /** Penalty row j (butterfly rows, then calendar floor rows, then ceiling rows) at p. */
+  const penaltyRow = (p: SviParams, j: number): number => {
+    if (j < nBf) {
+      const gk = gInline(p, gridArr[j] as number);
+      return sl * Math.max(0, gTarget - (Number.isFinite(gk) ? gk : -10));
     }
-    // Calendar rows in IV-equivalent units: (w_floor + margin - w) / (2 sqrt(w_floor T)).
-    calArr.forEach((k, j) => {
-      out.push(sl * (calScale[j] as number) * Math.max(0, (calFloor[j] as number) + (calMargin[j] as number) - wInline(p, k)));
-    });
+    if (j < nBf + nCal) {
+      // Calendar rows in IV-equivalent units: (w_floor + margin - w) / (2 sqrt(w_floor T)).
+      const c = j - nBf;
+      return sl * (calScale[c] as number) * Math.max(0, (calFloor[c] as number) + (calMargin[c] as number) - wInline(p, calArr[c] as number));
+    }
     // Ceiling rows, same units: (w - w_ceiling + margin) / (2 sqrt(w_ceiling T)).
-    if (lambda > 0 && po.ceiling) {
-      po.ceiling.k.forEach((k, j) => {
-        const wc = po.ceiling!.w[j] as number;
-        out.push((sl * Math.max(0, wInline(p, k) - wc + 2e-4 * Math.sqrt(wc * T))) / (2 * Math.sqrt(wc * T)));
-      });
-    }
+    const c = j - nBf - nCal;
+    const wc = po.ceiling!.w[c] as number;
+    return (sl * Math.max(0, wInline(p, ceilK[c] as number) - wc + 2e-4 * Math.sqrt(wc * T))) / (2 * Math.sqrt(wc * T));
+  };
+  const penaltyRows = (p: SviParams, out: number[]): void => {
+    for (let j = 0; j < nPen; j++) out.push(penaltyRow(p, j));
   };
   const residuals = (x: readonly number[]): number[] => {
     const p = toP(full(x));
@@ -748,14 +743,18 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
         (cols[t] as number[])[i] = f * (dw[j] as number);
       });
     }
-    if (gridArr.length + calArr.length + (lambda > 0 && po.ceiling ? po.ceiling.k.length : 0) > 0) {
+    // Penalty rows by forward differences, only those active at x (a hinge row that is zero at x has the zero
+    // one-sided derivative; the step h moves g or w by ~1e-7 relative, so only a row on its very threshold could
+    // turn on, and the LM's next Jacobian sees it then): a handful of rows instead of every guard point five times.
+    const active: number[] = [];
+    for (let g = 0; g < nPen; g++) if ((r[nq + g] as number) > 0) active.push(g);
+    if (active.length > 0) {
       free.forEach((j, t) => {
         const xp = [...xv];
         const h = 1e-7 * Math.max(Math.abs(xp[t] as number), 1e-4);
         xp[t] = (xp[t] as number) + h;
-        const rp: number[] = [];
-        penaltyRows(toP(full(xp)), rp);
-        for (let g = 0; g < rp.length; g++) (cols[t] as number[])[nq + g] = ((rp[g] as number) - (r[nq + g] as number)) / h;
+        const pp = toP(full(xp));
+        for (const g of active) (cols[t] as number[])[nq + g] = (penaltyRow(pp, g) - (r[nq + g] as number)) / h;
       });
     }
     return cols;
