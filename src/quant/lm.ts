@@ -64,6 +64,9 @@ export interface LmOptions {
   /** Analytic Jacobian: returns the columns dr/dx_j (each of the residual vector's length). Default:
    * forward differences. */
   readonly jacobian?: (x: readonly number[], r: readonly number[]) => number[][];
+  /** Geodesic acceleration (Transtrum-Sethna 2012): one more residual evaluation per trial step, for long curved
+   * valleys. Default false. */
+  readonly geodesicAcceleration?: boolean;
   /** Relative finite-difference step for the forward-difference Jacobian. Default 1e-7. */
   readonly fdStep?: number;
   /** Stop when the step is smaller than this times (|x| + this). Default 1e-10. */
@@ -190,6 +193,34 @@ export function levenbergMarquardt(
         mu *= nu;
         nu *= 2;
         continue;
+      }
+      if (options.geodesicAcceleration) {
+        // Transtrum-Sethna (2012) geodesic acceleration: the second directional derivative of r along the
+        // velocity v = step by a finite difference, r'' = (2/t)((r(x + t v) - r(x))/t - J v), t = 0.1; the
+        // acceleration a solves (JᵀJ + mu D) a = -Jᵀ r''; the step v + a/2 is taken when 2|a|/|v| <= 0.75.
+        const t = 0.1;
+        const rv = residuals(x.map((v, i) => v + t * (step[i] as number)));
+        const Jtrpp = new Array<number>(n).fill(0);
+        for (let i = 0; i < m; i++) {
+          let Jv = 0;
+          for (let j = 0; j < n; j++) Jv += ((J[j] as number[])[i] as number) * (step[j] as number);
+          const rpp = (2 / t) * (((rv[i] as number) - (r[i] as number)) / t - Jv);
+          if (!Number.isFinite(rpp)) continue;
+          for (let j = 0; j < n; j++) Jtrpp[j] = (Jtrpp[j] as number) + ((J[j] as number[])[i] as number) * rpp;
+        }
+        const acc = solveLinearSystem(A, Jtrpp.map((v, i) => (frozen[i] ? 0 : -v)));
+        let aN = 0;
+        let vN = 0;
+        for (let i = 0; i < n; i++) {
+          aN += ((acc?.[i] ?? 0) as number) ** 2;
+          vN += (step[i] as number) ** 2;
+        }
+        if (acc === null || 2 * Math.sqrt(aN) > 0.75 * Math.sqrt(vN)) {
+          mu *= nu;
+          nu *= 2;
+          continue;
+        }
+        for (let i = 0; i < n; i++) step[i] = (step[i] as number) + 0.5 * (acc[i] as number);
       }
       const xNew = project(x.map((v, i) => v + (step[i] as number)));
       const h = xNew.map((v, i) => v - (x[i] as number));
@@ -484,21 +515,27 @@ export function solveQp3(H: readonly (readonly number[])[], g: readonly number[]
   const xu2 = inv[6]! * g0 + inv[7]! * g1 + inv[8]! * g2;
   const { U, r, M } = w;
   let scale = 0;
+  let rMax = Number.NEGATIVE_INFINITY;
   for (let j = 0; j < m; j++) {
     const Aj = A[j] as readonly number[];
     const A0 = Aj[0] as number, A1 = Aj[1] as number, A2 = Aj[2] as number;
-    for (let t = 0; t < 3; t++) U[3 * j + t] = inv[3 * t]! * A0 + inv[3 * t + 1]! * A1 + inv[3 * t + 2]! * A2;
     r[j] = A0 * xu0 + A1 * xu1 + A2 * xu2 - (b[j] as number);
+    rMax = Math.max(rMax, r[j]!);
     scale = Math.max(scale, Math.abs(b[j] as number), Math.abs(A0 * xu0) + Math.abs(A1 * xu1) + Math.abs(A2 * xu2));
   }
+  const tol = 1e-12 * (scale > 0 ? scale : 1);
+  if (rMax <= tol) return [xu0, xu1, xu2]; // the unconstrained minimizer is feasible
+  for (let j = 0; j < m; j++) {
+    const Aj = A[j] as readonly number[];
+    for (let t = 0; t < 3; t++) U[3 * j + t] = inv[3 * t]! * (Aj[0] as number) + inv[3 * t + 1]! * (Aj[1] as number) + inv[3 * t + 2]! * (Aj[2] as number);
+  }
+  const S = w.S;
+  const mu = w.mu;
+  // M = A H⁻¹ Aᵀ, needed only once x_u is infeasible.
   for (let j = 0; j < m; j++) {
     const Aj = A[j] as readonly number[];
     for (let k = 0; k < m; k++) M[j * m + k] = (Aj[0] as number) * U[3 * k]! + (Aj[1] as number) * U[3 * k + 1]! + (Aj[2] as number) * U[3 * k + 2]!;
   }
-  const tol = 1e-12 * (scale > 0 ? scale : 1);
-  const S = w.S;
-  const mu = w.mu;
-  if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 0, w.x)) return Array.from(w.x);
   for (let j = 0; j < m; j++) {
     if (!(r[j]! > 0)) continue; // a single active row must be violated by x_u (its multiplier r_j / M_jj > 0)
     S[0] = j;

@@ -684,13 +684,20 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
   const sl = Math.sqrt(lambda);
   const gTarget = 1e-4;
   const nq = d.k.length;
-  /** soft-L1 transform of a residual and its derivative d r~ / d r (r~^2 = 2c^2 (sqrt(1 + (r/c)^2) - 1)). */
-  const robust = (r: number): [number, number] => {
-    if (lossScale === undefined) return [r, 1];
+  /** soft-L1 transform of a residual (r~^2 = 2c^2 (sqrt(1 + (r/c)^2) - 1)); the identity without a loss scale. */
+  const robustValue = (r: number): number => {
+    if (lossScale === undefined) return r;
+    const u = r / lossScale;
+    const q = Math.sqrt(1 + u * u);
+    return Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
+  };
+  /** Its derivative d r~ / d r. */
+  const robustSlope = (r: number): number => {
+    if (lossScale === undefined) return 1;
     const u = r / lossScale;
     const q = Math.sqrt(1 + u * u);
     const rt = Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
-    return [rt, rt === 0 ? 1 : r / (rt * q)];
+    return rt === 0 ? 1 : r / (rt * q);
   };
   const nBf = gridArr.length;
   const nCal = calArr.length;
@@ -712,17 +719,14 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
     const wc = po.ceiling!.w[c] as number;
     return (sl * Math.max(0, wInline(p, ceilK[c] as number) - wc + 2e-4 * Math.sqrt(wc * T))) / (2 * Math.sqrt(wc * T));
   };
-  const penaltyRows = (p: SviParams, out: number[]): void => {
-    for (let j = 0; j < nPen; j++) out.push(penaltyRow(p, j));
-  };
   const residuals = (x: readonly number[]): number[] => {
     const p = toP(full(x));
-    const out: number[] = [];
+    const out = new Array<number>(nq + nPen);
     for (let i = 0; i < nq; i++) {
       const w = wInline(p, d.k[i] as number);
-      out.push(robust(sqrtOm[i]! * (Math.sqrt(Math.max(w, 1e-300) / T) - (d.iv[i] as number)))[0]);
+      out[i] = robustValue(sqrtOm[i]! * (Math.sqrt(Math.max(w, 1e-300) / T) - (d.iv[i] as number)));
     }
-    penaltyRows(p, out);
+    for (let j = 0; j < nPen; j++) out[nq + j] = penaltyRow(p, j);
     return out;
   };
   // Analytic Jacobian of the IV rows: d r_i / d p = sqrt(omega_i) / (2 sqrt(w T)) · dw/dp · d r~/d r,
@@ -736,12 +740,13 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
       const R = Math.sqrt(x * x + p.sigma * p.sigma);
       const w = p.a + p.b * (p.rho * x + R);
       const wc = Math.max(w, 1e-300);
-      const [, dr] = robust(sqrtOm[i]! * (Math.sqrt(wc / T) - (d.iv[i] as number)));
+      const dr = robustSlope(sqrtOm[i]! * (Math.sqrt(wc / T) - (d.iv[i] as number)));
       const f = w > 0 ? (sqrtOm[i]! * dr) / (2 * Math.sqrt(wc * T)) : 0;
-      const dw = [1, p.rho * x + R, p.b * x, -p.b * (p.rho + x / R), (p.b * p.sigma) / R];
-      free.forEach((j, t) => {
-        (cols[t] as number[])[i] = f * (dw[j] as number);
-      });
+      for (let t = 0; t < free.length; t++) {
+        const j = free[t] as number;
+        const dw = j === 0 ? 1 : j === 1 ? p.rho * x + R : j === 2 ? p.b * x : j === 3 ? -p.b * (p.rho + x / R) : (p.b * p.sigma) / R;
+        (cols[t] as number[])[i] = f * dw;
+      }
     }
     // Penalty rows by forward differences, only those active at x (a hinge row that is zero at x has the zero
     // one-sided derivative; the step h moves g or w by ~1e-7 relative, so only a row on its very threshold could
@@ -767,6 +772,7 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
     lower: free.map((j) => boxLo[j]!),
     upper: free.map((j) => boxHi[j]!),
     maxIterations: lambda > 0 ? 200 : 100,
+    geodesicAcceleration: true,
   });
   return { params: toP(full(lm.x)), iterations: lm.iterations };
 }
