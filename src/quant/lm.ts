@@ -9,6 +9,10 @@
  *   DTU 2004, Algorithm 3.16 (with Marquardt's diagonal scaling, eq. (3.15) remark), with a
  *   projection onto the feasible set after each step (a projected LM as in Kanzow, Yamashita,
  *   Fukushima, J. Comput. Appl. Math. 172 (2004)).
+ * - Geodesic acceleration of the LM step (option `geodesicAcceleration`): M.K. Transtrum, J.P. Sethna,
+ *   "Improvements to the Levenberg-Marquardt algorithm for nonlinear least-squares minimization",
+ *   arXiv:1201.5885 (2012), sec. 4 (second directional derivative by finite differences, acceptance 2|a|/|v| <= 0.75).
+ * - Active-set enumeration of a 3-variable QP ({@link solveQp3}): Nocedal-Wright 2006, Theorem 16.4 and eq. (16.17).
  * - J.A. Nelder, R. Mead, "A simplex method for function minimization", Computer Journal 7 (1965);
  *   standard coefficients (reflection 1, expansion 2, contraction 1/2, shrink 1/2) as in Lagarias,
  *   Reeds, Wright, Wright, SIAM J. Optim. 9(1) (1998).
