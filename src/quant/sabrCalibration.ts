@@ -9,7 +9,8 @@
  * 2. Starting points: a deterministic grid of (rho, nu), rho in {-0.6, -0.2, 0.2, 0.6} and
  *    nu·sqrt(T) in {0.1, 0.25, 0.6, 1.5} (clipped to the bounds), with alpha from the market ATM vol by
  *    Hagan's eq. (2.18) solved for alpha (G. West, "Calibration of the SABR model in illiquid markets",
- *    Applied Mathematical Finance 12(4), 2005, sec. 2); the 3 best by weighted squared error, plus the
+ *    Applied Mathematical Finance 12(4), 2005, sec. 2); the grid's local minima (no better point among the 8
+ *    neighbours: adjacent grid points lie in one basin), the 3 best by weighted squared error, plus the
  *    warm start (`previous`) and the prior's shape, are each polished by projected Levenberg-Marquardt
  *    (lm.ts; Madsen-Nielsen-Tingleff 2004) on the weighted IV residuals; the lowest cost wins.
  *    Bounds (projection): alpha in [1e-6, 20]·F^(1-beta), |rho| <= 0.999, nu in [1e-4, nuMax].
@@ -303,8 +304,16 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
         cand.push({ x, f: Number.isFinite(f) ? f : Number.POSITIVE_INFINITY });
       }
     }
-    cand.sort((a, b) => a.f - b.f);
-    const out = cand.slice(0, 3).map((c) => c.x);
+    // Starts: the 4 x 4 grid's local minima (no better point among the 8 neighbours), best first, at most 3.
+    const at = (i: number, j: number): number => (i < 0 || j < 0 || i >= 4 || j >= 4 ? Number.POSITIVE_INFINITY : cand[i * 4 + j]!.f);
+    const minima = cand.filter((c, t) => {
+      const i = Math.floor(t / 4);
+      const j = t % 4;
+      for (let di = -1; di <= 1; di++) for (let dj = -1; dj <= 1; dj++) if ((di !== 0 || dj !== 0) && at(i + di, j + dj) < c.f) return false;
+      return true;
+    });
+    minima.sort((a, b) => a.f - b.f);
+    const out = minima.slice(0, 3).map((c) => c.x);
     out.push([alphaFor(shape.rho, shape.nu), shape.rho, shape.nu]);
     for (const e of extra) out.push([...e]);
     return out;
