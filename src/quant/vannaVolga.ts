@@ -42,7 +42,8 @@
  *    `wingCurvR`; 0 = the linear wing), with |s| + c <= 1.8 so that the asymptotic slope stays within Lee's
  *    bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes). c is fitted
  *    by {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike (least squares in IV, golden
- *    section on [0, 1.8 - |s|]; both scaled down together, if needed, until the density check passes); without
+ *    section on [0, 1.8 - |s|]; if needed, scaled down until the density check passes: one side alone, the side
+ *    of the failing strike first, when that suffices, else both together); without
  *    quotes there it is 0. w never decreases outward; never NaN.
  */
 import { black76Greeks, black76Price } from './black76.js';
@@ -602,33 +603,48 @@ export function calibrateVannaVolga(
   };
   let wingCurvL = fitCurv('L');
   let wingCurvR = fitCurv('R');
-  // Butterfly: when the curved wings fail the density check but the linear ones pass, both curvatures are
-  // scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps): the smallest change.
+  // Butterfly: when the curved wings fail the density check but the linear ones pass, the curvature of one side
+  // (the failing strike's first) is scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps):
+  // the smallest change; both sides together only when neither alone suffices.
   // The check of the unscaled smile is kept: it is the final check below when nothing is scaled.
   let unscaledCheck: ReturnType<typeof checkSmileDensity> | null = null;
   {
     const kLoQ = Math.min(...ks);
     const kHiQ = Math.max(...ks);
-    const checkAt = (mu: number) =>
-      checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: mu * wingCurvL, wingCurvR: mu * wingCurvR }, F, T), F, T, {
+    const checkAt = (muL: number, muR: number) =>
+      checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR }, F, T), F, T, {
         kMin: kLoQ,
         kMax: kHiQ,
         ...options.densityCheck,
       });
-    const passes = (mu: number): boolean => checkAt(mu).arbitrageFree;
-    if (wingCurvL > 0 || wingCurvR > 0) unscaledCheck = checkAt(1);
-    if (unscaledCheck !== null && !unscaledCheck.arbitrageFree && passes(0)) {
+    const passes = (muL: number, muR: number): boolean => checkAt(muL, muR).arbitrageFree;
+    if (wingCurvL > 0 || wingCurvR > 0) unscaledCheck = checkAt(1, 1);
+    if (unscaledCheck !== null && !unscaledCheck.arbitrageFree && passes(0, 0)) {
+      const failingStrike = unscaledCheck.atStrike;
       unscaledCheck = null;
-      let lo = 0;
-      let hi = 1;
-      for (let i = 0; i < 12; i++) {
-        const mid = 0.5 * (lo + hi);
-        if (passes(mid)) lo = mid;
-        else hi = mid;
-      }
-      wingCurvL *= lo;
-      wingCurvR *= lo;
-      notes.push(`wing curvatures scaled by ${lo.toFixed(4)} to pass the density check`);
+      /** The largest factor in [0, 1] that passes (bisection, 12 steps), given that 0 passes. */
+      const largest = (ok: (mu: number) => boolean): number => {
+        let lo = 0;
+        let hi = 1;
+        for (let i = 0; i < 12; i++) {
+          const mid = 0.5 * (lo + hi);
+          if (ok(mid)) lo = mid;
+          else hi = mid;
+        }
+        return lo;
+      };
+      // One side alone first when that suffices (the side with the failing strike first): a call wing that
+      // fails does not flatten the put wing. Else both together.
+      const callSideFirst = Number.isFinite(failingStrike) && failingStrike > F;
+      let muL = 1;
+      let muR = 1;
+      if (callSideFirst && passes(1, 0)) muR = largest((mu) => passes(1, mu));
+      else if (passes(0, 1)) muL = largest((mu) => passes(mu, 1));
+      else if (passes(1, 0)) muR = largest((mu) => passes(1, mu));
+      else muL = muR = largest((mu) => passes(mu, mu));
+      wingCurvL *= muL;
+      wingCurvR *= muR;
+      notes.push(`wing curvatures scaled by ${muL.toFixed(4)} (put side) and ${muR.toFixed(4)} (call side) to pass the density check`);
     }
   }
   const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL, wingCurvR };

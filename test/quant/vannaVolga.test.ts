@@ -1,4 +1,6 @@
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { loadReplayChain, otmQuotesByExpiry } from '../../adapters/replay/chains.js';
 import { normCdf, normInv } from '../../src/quant/normal.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { checkSmileDensity } from '../../src/quant/smileArbitrage.js';
@@ -302,5 +304,30 @@ describe('calibrateVannaVolga (pillars read off the market smile)', () => {
     for (const key of ['K25P', 'K25C', 'vol25P', 'volAtm', 'vol25C'] as const) {
       expect(Math.abs(a.params[key] / b.params[key] - 1)).toBeLessThan(1e-5);
     }
+  });
+});
+
+describe('calibrateVannaVolga wing repair on a real chain (Deribit BTC 2020-05-14, data/replay)', () => {
+  const chain = loadReplayChain(fileURLToPath(new URL('../../data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl', import.meta.url)));
+  const e = otmQuotesByExpiry(chain).find((x) => Math.abs(x.T * 365 - 15.1) < 0.1)!;
+
+  it('a density failure on the call wing does not flatten the put wing (15-day expiry)', () => {
+    const fit = calibrateVannaVolga(e.quotes.map((q) => ({ k: q.k, iv: q.iv })), e.forward, e.T);
+    expect(fit.arbitrageFree).toBe(true);
+    expect(fit.method).toMatch(/scaled by 1\.0000 \(put side\)/);
+    const kLo = Math.log(fit.params.K10P! / e.forward);
+    const beyond = e.quotes.filter((q) => q.k < kLo);
+    expect(beyond.length).toBeGreaterThanOrEqual(5);
+    const putWingRmse = (p: typeof fit.params): number => {
+      const se = beyond.map((q) => (100 * (vannaVolgaImpliedVol(p, e.forward, q.strike, e.T) - q.iv)) ** 2);
+      return Math.sqrt(se.reduce((a, b) => a + b, 0) / se.length);
+    };
+    // both curvatures scaled by the call side's factor (the rule before 2026-11-26): 6.9 vol pts on the put wing
+    const callFactor = Number(/and ([0-9.]+) \(call side\)/.exec(fit.method)![1]);
+    expect(callFactor).toBeLessThan(1);
+    const bothScaled = { ...fit.params, wingCurvL: fit.params.wingCurvL! * callFactor };
+    expect(putWingRmse(bothScaled)).toBeGreaterThan(6);
+    expect(putWingRmse(fit.params)).toBeLessThan(4);
+    expect(fit.rmseVolPts).toBeLessThan(2.6);
   });
 });
