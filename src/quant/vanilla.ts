@@ -148,6 +148,23 @@ function checkPositive(name: string, v: number): void {
   if (!(v > 0 && Number.isFinite(v))) throw new RangeError(`valueVanilla: ${name} must be a finite number > 0, got ${v}`);
 }
 
+/** Quote-currency figures of one unit at forward f and T = t (a FORWARD: f - K, delta 1). Black-76 (black76.ts). */
+function quoteFigures(f: number, t: number, K: number, sigma: number, optionType: OptionType | undefined): QuoteFigures {
+  if (optionType === undefined) return { value: f - K, delta: 1, gamma: 0, vega: 0, volga: 0, vanna: 0 };
+  const g = black76Greeks(f, K, t, sigma, optionType);
+  return { value: g.price, delta: g.delta, gamma: g.gamma, vega: g.vega, volga: g.volga, vanna: g.vanna };
+}
+
+/** Base-currency units per quote unit at forward f: 1/f for an inverse (coin-settled) option, 1/S for a linear one. */
+function baseUnit(f: number, S: number, inverse: boolean): number {
+  return inverse ? 1 / f : 1 / S;
+}
+
+/** The delta in base currency: premium-adjusted N(d1) - V/F (value in quote units over f), or the plain one. */
+function baseDelta(q: QuoteFigures, f: number, premiumAdjusted: boolean): number {
+  return premiumAdjusted ? q.delta - q.value / f : q.delta;
+}
+
 /**
  * Values a vanilla CALL, PUT or FORWARD: the response numbers of interface-spec.md section 2, in base
  * currency and multiplied by amount. Formulas and units: see the file header and docs/conventions.md.
@@ -169,48 +186,40 @@ export function valueVanilla(input: VanillaInput): VanillaResult {
   const premiumAdjusted = deltaConvention(priceMethod, inverse) === 'PREMIUM_ADJUSTED';
   const optionType: OptionType | undefined = type === 'CALL' ? 'C' : type === 'PUT' ? 'P' : undefined;
 
-  const quote = (f: number, t: number): QuoteFigures => {
-    if (optionType === undefined) return { value: f - K, delta: 1, gamma: 0, vega: 0, volga: 0, vanna: 0 };
-    const g = black76Greeks(f, K, t, sigma, optionType);
-    return { value: g.price, delta: g.delta, gamma: g.gamma, vega: g.vega, volga: g.volga, vanna: g.vanna };
-  };
-  // Base-currency unit of a quote figure at forward f: coin per quote unit.
-  const toBase = (f: number): number => (inverse ? 1 / f : 1 / S);
-  const valueBase = (q: QuoteFigures, f: number): number => q.value * toBase(f);
-  const deltaBase = (q: QuoteFigures, f: number): number => (premiumAdjusted ? q.delta - q.value / f : q.delta);
-
+  // Module functions rather than closures: this runs once per instrument of every request, and under tsx (keepNames)
+  // every closure created costs a defineProperty of its name.
   const Tm = Math.max(T - ONE_DAY_YEARS, 0);
   const Fm = rolledForward(F, S, T, Tm);
-  const now = quote(F, T);
-  const dayLater = quote(F, Tm);
-  const dayLaterRolled = quote(Fm, Tm);
-  const bumped = quote(F * Math.exp(RHO_BUMP * T), T);
+  const now = quoteFigures(F, T, K, sigma, optionType);
+  const dayLater = quoteFigures(F, Tm, K, sigma, optionType);
+  const dayLaterRolled = quoteFigures(Fm, Tm, K, sigma, optionType);
+  const bumped = quoteFigures(F * Math.exp(RHO_BUMP * T), T, K, sigma, optionType);
   const Fb = F * Math.exp(RHO_BUMP * T);
 
-  const v0 = valueBase(now, F);
-  const delta0 = deltaBase(now, F);
+  const v0 = now.value * baseUnit(F, S, inverse);
+  const delta0 = baseDelta(now, F, premiumAdjusted);
   const intrinsicQuote = optionType === 'C' ? Math.max(F - K, 0) : optionType === 'P' ? Math.max(K - F, 0) : F - K;
-  const intrinsic = intrinsicQuote * toBase(F);
+  const intrinsic = intrinsicQuote * baseUnit(F, S, inverse);
 
   // d(deltaBase)/dF and d(deltaBase)/dsigma for the premium-adjusted delta N(d1) - V/F.
   const gamma = premiumAdjusted ? now.gamma - now.delta / F + now.value / (F * F) : now.gamma;
   const vanna = premiumAdjusted ? now.vanna - now.vega / F : now.vanna;
 
-  const theta = valueBase(dayLater, F) - v0;
-  const carry = valueBase(dayLaterRolled, Fm) - valueBase(dayLater, F);
+  const theta = dayLater.value * baseUnit(F, S, inverse) - v0;
+  const carry = dayLaterRolled.value * baseUnit(Fm, S, inverse) - dayLater.value * baseUnit(F, S, inverse);
   return {
     valueBase: amount * v0,
     deltaBase: amount * delta0,
     gammaBase: amount * gamma,
-    vegaBase: amount * now.vega * toBase(F) * VOL_POINT,
+    vegaBase: amount * now.vega * baseUnit(F, S, inverse) * VOL_POINT,
     thetaBase: amount * theta,
-    volgaBase: amount * now.volga * toBase(F) * VOL_POINT * VOL_POINT,
+    volgaBase: amount * now.volga * baseUnit(F, S, inverse) * VOL_POINT * VOL_POINT,
     vannaBase: amount * vanna * VOL_POINT,
-    deltaDecayBase: amount * (deltaBase(dayLater, F) - delta0),
+    deltaDecayBase: amount * (baseDelta(dayLater, F, premiumAdjusted) - delta0),
     timeValueBase: amount * (v0 - intrinsic),
     intrinsicValueBase: amount * intrinsic,
     carryBase: amount * carry,
-    rhoBase: amount * (valueBase(bumped, Fb) - v0),
-    totalThetaBase: amount * (valueBase(dayLaterRolled, Fm) - v0),
+    rhoBase: amount * (bumped.value * baseUnit(Fb, S, inverse) - v0),
+    totalThetaBase: amount * (dayLaterRolled.value * baseUnit(Fm, S, inverse) - v0),
   };
 }
