@@ -126,7 +126,7 @@ function singleSliceRefit(view: ChainView, runs: number): BenchRow {
   const g = groups[i]!;
   const prev = svi.slices.filter((s) => s.T < g.T).at(-1);
   const own = svi.slices.find((s) => s.expirationTimestamp === g.expirationTimestamp)!;
-  const st: FitContext = { lastServed: prev ? { ...prev.params } : undefined, lastFull: prev ? { ...prev.params } : undefined, lastFullT: prev?.T, previous: { ...own.params } };
+  const st: FitContext = { lastFull: prev ? { ...prev.params } : undefined, lastFullT: prev?.T, previous: { ...own.params } };
   let flip = 1;
   const bumped = () => {
     flip = -flip;

@@ -435,7 +435,7 @@ export function fitModel(
   const t0 = performance.now();
   const counts = memory.counts.get(model)!;
   const lastGood = memory.lastGood.get(model)!;
-  const st: FitContext = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+  const st: FitContext = { lastFull: undefined, lastFullT: undefined };
   const byExpiry = new Map<number, DraftSlice>();
   const skipped: Array<{ expirationTimestamp: number; reason: string }> = [];
   const reference = new Map<number, number | null>();
@@ -582,7 +582,7 @@ export function fitModel(
       for (let r = 0; r < 5; r++) for (const q of g.quotes) synthetic.push(q);
       synthetic.sort((a, b) => a.k - b.k);
       const how = `${target.how}; level lambda = ${target.lambda.toFixed(4)} and tilt mu = ${target.mu.toExponential(3)} (w = lambda w_shape + mu k) from the quotes`;
-      const empty: FitContext = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+      const empty: FitContext = { lastFull: undefined, lastFullT: undefined };
       slice = settle(g, () => fit(model, { ...g, quotes: synthetic }, empty, options), how);
     } else {
       slice = settle(g, () => fit(model, g, st, options), 'no neighbouring expiry to take a shape from: the model\'s own sparse mode (default shape)');

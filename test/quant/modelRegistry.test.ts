@@ -82,7 +82,7 @@ describe('model registry', () => {
   for (const name of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
     it(`${name}: fits a slice through the registry; the stored parameters give the served smile whose errors it reports`, () => {
       const m = MODEL_REGISTRY[name];
-      const ctx = { lastServed: undefined, lastFull: undefined, lastFullT: undefined };
+      const ctx = { lastFull: undefined, lastFullT: undefined };
       const fit = m.fit(slice, ctx, {});
       expect(fit.butterflyFree).toBe(true);
       expect(fit.full).toBe(true);
@@ -98,6 +98,10 @@ describe('model registry', () => {
       const warm = m.fit(slice, { ...ctx, previous: fit.params }, {});
       const ww = m.totalVariance(m.fromRecord(warm.params, fitT, fitF), fitT, fitF);
       for (const q of slice.quotes) expect(Math.abs(100 * (Math.sqrt(ww(q.k) / fitT) - Math.sqrt(w(q.k) / fitT)))).toBeLessThan(0.01);
+      // a warm start that is not valid for the model is read by the model's fromRecord and not used: the cold fit
+      const broken = { ...fit.params, [m.parameterNames[0]!]: Number.NaN };
+      expect(() => m.fromRecord(broken, fitT, fitF)).toThrow(RangeError);
+      expect(m.fit(slice, { ...ctx, previous: broken }, {}).params).toEqual(fit.params);
       // only SVI has a sparse mode that borrows a shape (fewer than 7 quotes)
       const few = { ...slice, quotes: slice.quotes.filter((_, i) => i % 4 === 0) };
       expect(few.quotes.length).toBe(6);

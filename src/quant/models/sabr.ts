@@ -12,7 +12,7 @@ import { calibrateSabr } from '../sabrCalibration.js';
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
 import { finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
 export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
@@ -140,12 +140,15 @@ function servedErrors(params: Record<string, number>, g: SliceInput, dropped: re
 export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): SliceFit {
   // Unweighted, untrimmed: the served SABR is the least-squares Hagan fit to the marks (the reference of
   // test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
+  const prior = st.lastFullT !== undefined ? readStored(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
+  const previous = readStored(sabrModel, st.previous, g.T, g.forward);
   const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
     beta,
     weighting: 'uniform',
     maxOutlierFraction: 0,
-    ...(st.lastFull && st.lastFullT ? { prior: st.lastFull as unknown as SabrParams, priorT: st.lastFullT } : {}),
-    ...(st.previous ? { previous: { alpha: st.previous.alpha!, beta, rho: st.previous.rho!, nu: st.previous.nu! }, warm: true } : {}),
+    ...(prior && st.lastFullT ? { prior, priorT: st.lastFullT } : {}),
+    // the warm start at this fit's beta (SABR_BETA may have changed since the previous fit)
+    ...(previous ? { previous: { alpha: previous.alpha, beta, rho: previous.rho, nu: previous.nu }, warm: true } : {}),
   });
   const { kMin, kMax } = servedGrid(g);
   const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);

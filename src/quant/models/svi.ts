@@ -7,7 +7,7 @@
 import { sviFirstDerivative, sviTotalVariance, type SviParams } from '../svi.js';
 import { calibrateSvi } from '../sviCalibration.js';
 import { finiteOrNull, toCalibrationQuotes } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
 export const SVI_MIN_QUOTES_FULL = 7;
@@ -24,12 +24,14 @@ export const SVI_MIN_QUOTES_FULL = 7;
  * @throws RangeError from calibrateSvi (T not finite > 0; no valid quote)
  */
 export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
+  const prior = readStored(sviModel, st.lastFull, st.lastFullT ?? g.T, g.forward);
+  const previous = readStored(sviModel, st.previous, g.T, g.forward);
   const r = calibrateSvi(toCalibrationQuotes(g), g.T, {
     weighting: 'uniform',
     robust: false,
-    ...(st.lastFull ? { prior: st.lastFull as unknown as SviParams } : {}),
+    ...(prior ? { prior } : {}),
     ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
-    ...(st.previous ? { previous: st.previous as unknown as SviParams, warm: true } : {}),
+    ...(previous ? { previous, warm: true } : {}),
   });
   return {
     params: { ...r.params },

@@ -30,8 +30,16 @@ export interface SliceInput {
   readonly quotes: readonly SliceQuote[];
 }
 
+/**
+ * A model's parameters in their stored form (numbers only, by name: snapshots, Kafka documents, the surface endpoint's
+ * `parameters`). The pipeline (streams/calibrate.ts) is model-agnostic and carries this form; each model reads it back
+ * into its typed parameters with its own validating {@link SmileModel.fromRecord}, never by a cast.
+ */
+export type StoredParams = Readonly<Record<string, number>>;
+
 /** One expiry's fit by one model, before the pipeline's rejection and calendar rules. Vols in vol points where named so. */
 export interface SliceFit {
+  /** The fit in its stored form ({@link StoredParams}; the model's `toRecord`). */
   readonly params: Record<string, number>;
   readonly rmseVolPts: number;
   readonly maxErrorVolPts: number;
@@ -49,12 +57,13 @@ export interface SliceFit {
   readonly unconstrainedRmseVolPts?: number;
 }
 
-/** What the fit of one expiry may use from the shorter expiries already served in this recalibration. */
+/**
+ * What the fit of one expiry may use from the shorter expiries already served in this recalibration, and from its
+ * own previous fit. Parameters in their stored form ({@link StoredParams}); a model reads them with its `fromRecord`.
+ */
 export interface FitContext {
-  /** Params of the last served slice (SVI calendar floor). */
-  lastServed: Record<string, number> | undefined;
   /** Last full fit and its T (prior of sparse expiries). */
-  lastFull: Record<string, number> | undefined;
+  lastFull: StoredParams | undefined;
   lastFullT: number | undefined;
   /**
    * Calendar ceiling from the next longer served expiry where it is quoted and this one is not (the pipeline's wing
@@ -67,7 +76,7 @@ export interface FitContext {
    * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
    * starts its outer search from them alone, SABR its Levenberg-Marquardt, Vanna-Volga its pillar least squares.
    */
-  previous?: Record<string, number>;
+  previous?: StoredParams;
 }
 
 /** Options of a slice fit. */
@@ -87,7 +96,7 @@ export interface SmileModel<P> {
    * Typed parameters from their stored form.
    * @throws RangeError when a parameter is missing, not finite or invalid for the model
    */
-  fromRecord(r: Readonly<Record<string, number>>, T: number, forward: number): P;
+  fromRecord(r: StoredParams, T: number, forward: number): P;
   /** The stored form (numbers only). */
   toRecord(p: P): Record<string, number>;
   /** The SERVED smile in total variance w(k) (wing rule included); NaN where the model has no value. */
@@ -113,8 +122,23 @@ export interface SmileModel<P> {
   borrowsShape(g: SliceInput): boolean;
 }
 
+/**
+ * A context's stored parameters read by `model.fromRecord`, or undefined when they are absent or not valid for the
+ * model: a prior or a warm start that cannot be read is not used (the fit then starts cold / from its default shape),
+ * as the calibrations themselves ignore an unusable prior or start.
+ */
+export function readStored<P>(model: SmileModel<P>, r: StoredParams | undefined, T: number, forward: number): P | undefined {
+  if (r === undefined) return undefined;
+  try {
+    return model.fromRecord(r, T, forward);
+  } catch (err) {
+    if (err instanceof RangeError) return undefined;
+    throw err;
+  }
+}
+
 /** Reads a finite number named `name` from a stored record. @throws RangeError when missing or not finite */
-export function need(model: ModelName, r: Readonly<Record<string, number>>, name: string): number {
+export function need(model: ModelName, r: StoredParams, name: string): number {
   const v = r[name];
   if (typeof v !== 'number' || !Number.isFinite(v)) throw new RangeError(`${model} parameter ${name} missing or not finite (${String(v)})`);
   return v;

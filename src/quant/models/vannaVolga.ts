@@ -8,7 +8,7 @@
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { calibrateVannaVolga, vannaVolgaParamViolations, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../vannaVolga.js';
 import { errorsAgainst, finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Served Vanna-Volga parameters (second order; wing strikes and curvatures included). */
 export interface VannaVolgaServedParams {
@@ -133,12 +133,12 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: SliceInput): { param
  * @throws RangeError from calibrateVannaVolga (F, T not finite > 0; no valid quote)
  */
 export function fitVannaVolgaSlice(g: SliceInput, st: FitContext): SliceFit {
-  const p = st.previous;
+  const p = readStored(vannaVolgaModel, st.previous, g.T, g.forward);
   // The calibration's own density check runs on the served grid and checks the served smile (wings included):
   // its verdict is the served check, not repeated here.
   const r = calibrateVannaVolga(toCalibrationQuotes(g), g.forward, g.T, {
     densityCheck: servedGrid(g),
-    ...(p ? { previousPillars: { vol25P: p.vol25P!, volAtm: p.volAtm!, vol25C: p.vol25C! } } : {}),
+    ...(p ? { previousPillars: { vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C } } : {}),
   });
   if (r.arbitrageFree) {
     return {
