@@ -106,15 +106,15 @@ export const sabrModel: SmileModel<SabrServedParams> = {
 };
 
 /** Butterfly check of the SERVED SABR smile of a slice (Hagan with its linear wings) on {@link servedGrid}. */
-function servedSabrDensity(params: Record<string, number>, g: SliceInput): { ok: boolean; minDensity: number } {
-  const w = sabrModel.totalVariance(sabrModel.fromRecord(params, g.T, g.forward), g.T, g.forward);
+function servedSabrDensity(p: SabrServedParams, g: SliceInput): { ok: boolean; minDensity: number } {
+  const w = sabrModel.totalVariance(p, g.T, g.forward);
   const chk = checkSmileDensity((K) => Math.sqrt(w(Math.log(K / g.forward)) / g.T), g.forward, g.T, servedGrid(g));
   return { ok: chk.arbitrageFree, minDensity: chk.minDensity };
 }
 
 /** RMSE and max |error| (vol points) of the served SABR smile over the quotes not in `dropped` (input indices). */
-function servedErrors(params: Record<string, number>, g: SliceInput, dropped: readonly number[]): { rmse: number; max: number; used: number } {
-  const w = sabrModel.totalVariance(sabrModel.fromRecord(params, g.T, g.forward), g.T, g.forward);
+function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly number[]): { rmse: number; max: number; used: number } {
+  const w = sabrModel.totalVariance(p, g.T, g.forward);
   const skip = new Set(dropped);
   let ss = 0;
   let mx = 0;
@@ -152,12 +152,12 @@ export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): Slice
   });
   const { kMin, kMax } = servedGrid(g);
   const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
-  const params = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
+  const params: SabrServedParams = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
   const served = servedSabrDensity(params, g);
   const err = servedErrors(params, g, r.quotesDropped);
   const wingsInside = wings.kWingL > kMin || wings.kWingR < kMax;
   return {
-    params,
+    params: sabrModel.toRecord(params),
     rmseVolPts: err.rmse,
     maxErrorVolPts: err.max,
     quotesUsed: r.quotesUsed,
