@@ -88,7 +88,8 @@ function sliceTotalVarianceDk(model: VolatilityModel, slice: Pick<ModelSliceInpu
  * - SVI: a and b scaled by newT/oldT (w(k) scales with T at fixed implied vol; raw SVI maps to raw SVI);
  * - SABR: unchanged, wing junctions included (beta = 1: the smile is a function of k; only the small
  *   T-correction of eq. (2.17a) moves);
- * - VANNA_VOLGA: pillar and wing strikes scaled by newForward/oldForward (the pillars keep their k), vols unchanged.
+ * - VANNA_VOLGA: pillar and wing strikes scaled by newForward/oldForward (the pillars keep their k), vols unchanged,
+ *   wing curvatures (total variance) scaled by newT/oldT so that the wings keep their vols, wing scales (in k) unchanged.
  */
 export function carryForwardParams(
   model: VolatilityModel,

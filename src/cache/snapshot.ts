@@ -161,7 +161,8 @@ export interface ExpirySlice {
   /**
    * Model parameters, numbers only (src/cache/modelSurface.ts): SVI raw `a, b, rho, m, sigma` (total variance);
    * SABR `alpha, beta, rho, nu`; VANNA_VOLGA pillar strikes and vols `K25P, Katm, K25C, vol25P, volAtm, vol25C`
-   * and wing strikes `K10P, K10C` (second-order Castagna-Mercurio smile).
+   * and wing strikes `K10P, K10C`, wing curvatures `wingCurvL, wingCurvR` and scales `wingScaleL, wingScaleR`
+   * (second-order Castagna-Mercurio smile; src/quant/models/vannaVolga.ts).
    */
   readonly params: Readonly<Record<string, number>>;
   readonly fit: FitDiagnostics;

@@ -38,13 +38,15 @@
  *    bound 2, R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical Finance
  *    14(3), 2004), plus a convex hyperbolic term that bends the wing up towards a steeper asymptote:
  *      w(k) = w_b + s (k - k_b) + c (sqrt((k - k_b)^2 + d^2) - d),   outward,
- *    d = |ln(K25/K10)| of that side (the wing's own scale), c >= 0 the wing curvature (`wingCurvL`,
- *    `wingCurvR`; 0 = the linear wing), with |s| + c <= 1.8 so that the asymptotic slope stays within Lee's
- *    bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes). c is fitted
- *    by {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike (least squares in IV, golden
- *    section on [0, 1.8 - |s|]; if needed, scaled down until the density check passes: one side alone, the side
- *    of the failing strike first, when that suffices, else both together); without
- *    quotes there it is 0. w never decreases outward; never NaN.
+ *    c >= 0 the wing curvature (`wingCurvL`, `wingCurvR`; 0 = the linear wing) and d > 0 its scale (`wingScaleL`,
+ *    `wingScaleR`; default |ln(K25/K10)| of that side), with |s| + c <= 1.8 so that the asymptotic slope stays
+ *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
+ *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
+ *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike: d on a log grid (1/16 to 4 times the
+ *    default, 13 points) refined by golden section in ln d, c per d by weighted linear least squares in total
+ *    variance, the final c by golden section on the IV least squares over [0, 1.8 - |s|]; if needed c is scaled
+ *    down until the density check passes (one side alone, the side of the failing strike first, when that
+ *    suffices, else both together); without quotes there c is 0. w never decreases outward; never NaN.
  */
 import { black76Greeks, black76Price } from './black76.js';
 import { impliedVolBlack76 } from './impliedVol.js';
@@ -75,6 +77,13 @@ export interface VannaVolgaParams {
   /** Wing curvatures c >= 0 beyond K10P and K10C (module docstring, wing rule 2); default 0 (linear wings). */
   readonly wingCurvL?: number;
   readonly wingCurvR?: number;
+  /**
+   * Scale d of each wing's hyperbola (log-moneyness, > 0): how soon beyond the 10-delta strike the wing's slope
+   * turns from the boundary slope s towards its asymptote s + c. Fitted with c; absent (older documents): the wing's
+   * own |ln(K25/K10)| ({@link defaultWingScales}).
+   */
+  readonly wingScaleL?: number;
+  readonly wingScaleR?: number;
 }
 
 /** Max outward slope of total variance in k in the extrapolated wings (90 % of Lee's bound 2). */
@@ -97,6 +106,10 @@ export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
   for (const key of ['wingCurvL', 'wingCurvR'] as const) {
     const v = p[key];
     if (v !== undefined && !(v >= 0 && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [0, ${VV_MAX_WING_SLOPE}], got ${v}`);
+  }
+  for (const key of ['wingScaleL', 'wingScaleR'] as const) {
+    const v = p[key];
+    if (v !== undefined && !(v > 0 && Number.isFinite(v))) out.push(`${key} must be finite > 0, got ${v}`);
   }
   return out;
 }
@@ -271,7 +284,7 @@ export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: 
  * What the wing rule of {@link vannaVolgaSmile} needs of the core smile, independent of the wing curvatures: the
  * 10-delta log-moneyness kLo, kHi; the core's total variance wLo, wHi there and its outward slopes sLo (<= 0),
  * sHi (>= 0) in total variance per unit k (central difference, clamped to [-VV_MAX_WING_SLOPE, VV_MAX_WING_SLOPE]);
- * the hyperbola scales dLo = ln(K25P/K10P), dHi = ln(K10C/K25C) (at least 1e-4). Computing them once lets a
+ * the hyperbola scales dLo, dHi (`wingScaleL/R`, else {@link defaultWingScales}). Computing them once lets a
  * curvature search evaluate the wings without re-evaluating the core (calibrateVannaVolga).
  */
 interface VannaVolgaWingTerms {
@@ -308,9 +321,17 @@ function vannaVolgaWingTerms(p: VannaVolgaParams, F: number, T: number): VannaVo
     // Outward slopes: the left wing grows as k decreases (dw/dk <= 0), the right wing as k increases.
     sLo: Math.min(0, Math.max(-VV_MAX_WING_SLOPE, slopeAt(kLo))),
     sHi: Math.max(0, Math.min(VV_MAX_WING_SLOPE, slopeAt(kHi))),
-    dLo: Math.max(Math.log(p.K25P / wings.K10P), 1e-4),
-    dHi: Math.max(Math.log(wings.K10C / p.K25C), 1e-4),
+    dLo: p.wingScaleL ?? defaultWingScales(p.K25P, p.K25C, wings.K10P, wings.K10C).wingScaleL,
+    dHi: p.wingScaleR ?? defaultWingScales(p.K25P, p.K25C, wings.K10P, wings.K10C).wingScaleR,
   };
+}
+
+/**
+ * The wing scales of documents written before they were fitted, and the start of their search: each wing's own
+ * log-distance between its 25-delta and 10-delta strikes, |ln(K25/K10)| (at least 1e-4).
+ */
+export function defaultWingScales(K25P: number, K25C: number, K10P: number, K10C: number): { wingScaleL: number; wingScaleR: number } {
+  return { wingScaleL: Math.max(Math.log(K25P / K10P), 1e-4), wingScaleR: Math.max(Math.log(K10C / K25C), 1e-4) };
 }
 
 /**
@@ -565,44 +586,93 @@ export function calibrateVannaVolga(
   const read: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
   const base = fitPillarVols(read, used, F, T, notes, options.previousPillars);
   const wings = vannaVolgaWingStrikes(base, F, T);
-  // Wing curvatures (wing rule 2): each side's c by golden section on the IV least squares of the quotes beyond
-  // that side's 10-delta strike (the other side does not move them).
+  // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them): for a scale d,
+  // c by golden section on the IV least squares of the quotes beyond that side's 10-delta strike; d by a log-spaced
+  // grid of 13 points from 1/16 to 4 times the default scale, then golden section in ln d around the best point.
   const terms = vannaVolgaWingTerms({ ...base, order, K10P: wings.K10P, K10C: wings.K10C }, F, T);
-  const fitCurv = (side: 'L' | 'R'): number => {
-    const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
-    if (beyond.length === 0) return 0;
-    // the wings alone move with c: the core's terms are computed once (vannaVolgaSmile's formula, same numbers)
-    const cost = (c: number): number => {
-      const cEff = wingCurvatureBound(c, terms, side);
-      return beyond.reduce((a, q) => a + (vannaVolgaWingVol(terms, side, q.k, cEff, T) - q.iv) ** 2, 0);
-    };
-    let a = 0;
-    let b = VV_MAX_WING_SLOPE;
+  /** Golden-section minimum of f on [a, b] (40 steps): the midpoint of the last bracket and its value. */
+  const golden = (f: (x: number) => number, a0: number, b0: number): { x: number; f: number } => {
+    let a = a0;
+    let b = b0;
     const r = (Math.sqrt(5) - 1) / 2;
     let x1 = b - r * (b - a);
     let x2 = a + r * (b - a);
-    let f1 = cost(x1);
-    let f2 = cost(x2);
+    let f1 = f(x1);
+    let f2 = f(x2);
     for (let it = 0; it < 40; it++) {
       if (f1 <= f2) {
         b = x2;
         x2 = x1;
         f2 = f1;
         x1 = b - r * (b - a);
-        f1 = cost(x1);
+        f1 = f(x1);
       } else {
         a = x1;
         x1 = x2;
         f1 = f2;
         x2 = a + r * (b - a);
-        f2 = cost(x2);
+        f2 = f(x2);
       }
     }
-    const c = 0.5 * (a + b);
-    return cost(0) <= cost(c) ? 0 : c;
+    const x = 0.5 * (a + b);
+    return { x, f: f(x) };
   };
-  let wingCurvL = fitCurv('L');
-  let wingCurvR = fitCurv('R');
+  const fitWing = (side: 'L' | 'R'): { c: number; d: number } => {
+    const d0 = side === 'L' ? terms.dLo : terms.dHi;
+    const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
+    if (beyond.length === 0) return { c: 0, d: d0 };
+    // the wings alone move with c and d: the core's terms are computed once (vannaVolgaSmile's formula, same numbers)
+    const costAt = (c: number, d: number): number => {
+      const t = side === 'L' ? { ...terms, dLo: d } : { ...terms, dHi: d };
+      const cEff = wingCurvatureBound(c, t, side);
+      return beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
+    };
+    const linear = costAt(0, d0);
+    // For a scale d the wing is w = A + c B (A the C1 continuation, B = sqrt(x^2 + d^2) - d): c by weighted linear
+    // least squares in total variance, each quote weighted 1/(2 iv T)^2 so that a variance residual approximates the
+    // IV one (d iv = dw / (2 iv T)), clamped to [0, the Lee bound]; exact for that linearization, one pass per d.
+    const t0 = side === 'L' ? terms.sLo : terms.sHi;
+    const cMax = wingCurvatureBound(VV_MAX_WING_SLOPE, terms, side);
+    const cLinear = (d: number): number => {
+      let num = 0;
+      let den = 0;
+      for (const q of beyond) {
+        const x = side === 'L' ? terms.kLo - q.k : q.k - terms.kHi;
+        const A = (side === 'L' ? terms.wLo - t0 * x : terms.wHi + t0 * x) - q.iv * q.iv * T;
+        const B = Math.sqrt(x * x + d * d) - d;
+        const lam = 1 / (4 * q.iv * q.iv * T * T);
+        num -= lam * B * A;
+        den += lam * B * B;
+      }
+      return den > 0 ? Math.min(Math.max(num / den, 0), cMax) : 0;
+    };
+    /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
+    const bestC = (d: number, exact = false): { c: number; f: number } => {
+      const g = exact ? golden((c) => costAt(c, d), 0, VV_MAX_WING_SLOPE) : { x: cLinear(d), f: costAt(cLinear(d), d) };
+      return g.f < linear ? { c: g.x, f: g.f } : { c: 0, f: linear };
+    };
+    let best = { u: 0, ...bestC(d0) };
+    for (let j = -8; j <= 4; j++) {
+      if (j === 0) continue;
+      const u = (j / 2) * Math.LN2;
+      const r = bestC(d0 * Math.exp(u));
+      if (r.f < best.f * (1 - 1e-12)) best = { u, ...r };
+    }
+    if (best.c === 0) {
+      // no curvature at any scale by the linearization: the exact c at the default scale (the rule without scales)
+      const e = bestC(d0, true);
+      return { c: e.c, d: d0 };
+    }
+    const refined = golden((u) => bestC(d0 * Math.exp(u)).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
+    const d = d0 * Math.exp(refined.f < best.f ? refined.x : best.u);
+    return { c: bestC(d, true).c, d };
+  };
+  const fitL = fitWing('L');
+  const fitR = fitWing('R');
+  let wingCurvL = fitL.c;
+  let wingCurvR = fitR.c;
+  const wingScaleL = fitL.d;
+  const wingScaleR = fitR.d;
   // Butterfly: when the curved wings fail the density check but the linear ones pass, the curvature of one side
   // (the failing strike's first) is scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps):
   // the smallest change; both sides together only when neither alone suffices.
@@ -612,7 +682,7 @@ export function calibrateVannaVolga(
     const kLoQ = Math.min(...ks);
     const kHiQ = Math.max(...ks);
     const checkAt = (muL: number, muR: number) =>
-      checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR }, F, T), F, T, {
+      checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR, wingScaleL, wingScaleR }, F, T), F, T, {
         kMin: kLoQ,
         kMax: kHiQ,
         ...options.densityCheck,
@@ -647,7 +717,7 @@ export function calibrateVannaVolga(
       notes.push(`wing curvatures scaled by ${muL.toFixed(4)} (put side) and ${muR.toFixed(4)} (call side) to pass the density check`);
     }
   }
-  const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL, wingCurvR };
+  const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL, wingCurvR, wingScaleL, wingScaleR };
   const smile = vannaVolgaSmile(params, F, T);
 
   const resUsed = used.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
@@ -671,7 +741,7 @@ export function calibrateVannaVolga(
 
   const rule = ks.length === 1 ? 'flat smile through the single quote' : `pillars read off the linear-in-k interpolation of ${ks.length} mark IVs`;
   const method = [
-    `vanna-volga ${order} order (Castagna-Mercurio 2007); ${rule}; beyond the 10-delta strikes C1 wings in total variance with fitted curvature c = ${wingCurvL.toFixed(4)} (put side), ${wingCurvR.toFixed(4)} (call side)`,
+    `vanna-volga ${order} order (Castagna-Mercurio 2007); ${rule}; beyond the 10-delta strikes C1 wings in total variance with fitted curvature c = ${wingCurvL.toFixed(4)} (put side), ${wingCurvR.toFixed(4)} (call side) and scale d = ${wingScaleL.toFixed(4)}, ${wingScaleR.toFixed(4)}`,
     ...notes,
   ].join('; ');
   dropped.sort((a, b) => a - b);

@@ -16,7 +16,7 @@ const T = 0.25;
 const records = {
   SVI: { a: 0.01, b: 0.1, rho: -0.3, m: 0.01, sigma: 0.2 },
   SABR: { alpha: 0.6, beta: 1, rho: -0.3, nu: 1.2, kWingL: -0.8, kWingR: 0.9 },
-  VANNA_VOLGA: { K25P: 92, Katm: 100, K25C: 108, vol25P: 0.62, volAtm: 0.58, vol25C: 0.6, K10P: 85, K10C: 117, wingCurvL: 0.2, wingCurvR: 0.1 },
+  VANNA_VOLGA: { K25P: 92, Katm: 100, K25C: 108, vol25P: 0.62, volAtm: 0.58, vol25C: 0.6, K10P: 85, K10C: 117, wingCurvL: 0.2, wingCurvR: 0.1, wingScaleL: 0.05, wingScaleR: 0.12 },
 } as const;
 
 describe('model registry', () => {

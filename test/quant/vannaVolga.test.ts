@@ -307,27 +307,39 @@ describe('calibrateVannaVolga (pillars read off the market smile)', () => {
   });
 });
 
-describe('calibrateVannaVolga wing repair on a real chain (Deribit BTC 2020-05-14, data/replay)', () => {
+describe('calibrateVannaVolga wings on a real chain (Deribit BTC 2020-05-14, data/replay)', () => {
   const chain = loadReplayChain(fileURLToPath(new URL('../../data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl', import.meta.url)));
-  const e = otmQuotesByExpiry(chain).find((x) => Math.abs(x.T * 365 - 15.1) < 0.1)!;
+  const expiry = (days: number) => otmQuotesByExpiry(chain).find((x) => Math.abs(x.T * 365 - days) < 0.1)!;
+  const fitOf = (e: ReturnType<typeof expiry>) => calibrateVannaVolga(e.quotes.map((q) => ({ k: q.k, iv: q.iv })), e.forward, e.T);
+  const wingRmse = (e: ReturnType<typeof expiry>, p: VannaVolgaParams, side: 'L' | 'R'): number => {
+    const k10 = Math.log((side === 'L' ? p.K10P! : p.K10C!) / e.forward);
+    const beyond = e.quotes.filter((q) => (side === 'L' ? q.k < k10 : q.k > k10));
+    expect(beyond.length).toBeGreaterThanOrEqual(2);
+    const se = beyond.map((q) => (100 * (vannaVolgaImpliedVol(p, e.forward, q.strike, e.T) - q.iv)) ** 2);
+    return Math.sqrt(se.reduce((a, b) => a + b, 0) / se.length);
+  };
 
-  it('a density failure on the call wing does not flatten the put wing (15-day expiry)', () => {
-    const fit = calibrateVannaVolga(e.quotes.map((q) => ({ k: q.k, iv: q.iv })), e.forward, e.T);
+  it('the fitted wing scale lets the wing bend where the marks do (15-day expiry: put wing 6.9 -> under 2 vol pts)', () => {
+    const e = expiry(15.1);
+    const fit = fitOf(e);
+    expect(fit.arbitrageFree).toBe(true);
+    expect(wingRmse(e, fit.params, 'L')).toBeLessThan(2);
+    expect(fit.rmseVolPts).toBeLessThan(1.5);
+    // the same curvature at the wing's default scale |ln(K25P/K10P)| misses the put wing by more
+    const d0 = Math.log(fit.params.K25P / fit.params.K10P!);
+    expect(Math.abs(fit.params.wingScaleL! / d0 - 1)).toBeGreaterThan(0.1);
+    expect(wingRmse(e, { ...fit.params, wingScaleL: d0 }, 'L')).toBeGreaterThan(wingRmse(e, fit.params, 'L') + 0.5);
+  });
+
+  it('a density failure on the call wing does not flatten the put wing (225-day expiry)', () => {
+    const e = expiry(225.1);
+    const fit = fitOf(e);
     expect(fit.arbitrageFree).toBe(true);
     expect(fit.method).toMatch(/scaled by 1\.0000 \(put side\)/);
-    const kLo = Math.log(fit.params.K10P! / e.forward);
-    const beyond = e.quotes.filter((q) => q.k < kLo);
-    expect(beyond.length).toBeGreaterThanOrEqual(5);
-    const putWingRmse = (p: typeof fit.params): number => {
-      const se = beyond.map((q) => (100 * (vannaVolgaImpliedVol(p, e.forward, q.strike, e.T) - q.iv)) ** 2);
-      return Math.sqrt(se.reduce((a, b) => a + b, 0) / se.length);
-    };
-    // both curvatures scaled by the call side's factor (the rule before 2026-11-26): 6.9 vol pts on the put wing
     const callFactor = Number(/and ([0-9.]+) \(call side\)/.exec(fit.method)![1]);
     expect(callFactor).toBeLessThan(1);
+    // both curvatures scaled by the call side's factor (the rule before 2026-11-26) fits the put wing worse
     const bothScaled = { ...fit.params, wingCurvL: fit.params.wingCurvL! * callFactor };
-    expect(putWingRmse(bothScaled)).toBeGreaterThan(6);
-    expect(putWingRmse(fit.params)).toBeLessThan(4);
-    expect(fit.rmseVolPts).toBeLessThan(2.6);
+    expect(wingRmse(e, bothScaled, 'L')).toBeGreaterThan(wingRmse(e, fit.params, 'L'));
   });
 });

@@ -2,11 +2,11 @@
  * Vanna-Volga as a served model: the Castagna-Mercurio 2007 second-order smile through the 25-delta put, ATM and
  * 25-delta call pillars, with the service's wing rule beyond the 10-delta strikes K10P, K10C (C1 continuation in total
  * variance plus a fitted convex curvature per side, src/quant/vannaVolga.ts `vannaVolgaSmile`). Fitted by
- * calibrateVannaVolga. Stored: K25P, Katm, K25C, vol25P, volAtm, vol25C, K10P, K10C, wingCurvL, wingCurvR (the
- * curvatures optional in older documents: linear wings).
+ * calibrateVannaVolga. Stored: K25P, Katm, K25C, vol25P, volAtm, vol25C, K10P, K10C, wingCurvL, wingCurvR, wingScaleL,
+ * wingScaleR (the curvatures optional in older documents: linear wings; the scales optional: |ln(K25/K10)|).
  */
 import { checkSmileDensity } from '../smileArbitrage.js';
-import { calibrateVannaVolga, vannaVolgaParamViolations, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../vannaVolga.js';
+import { VV_MAX_WING_SLOPE, calibrateVannaVolga, defaultWingScales, vannaVolgaParamViolations, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../vannaVolga.js';
 import { errorsAgainst, finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
 import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
@@ -22,14 +22,16 @@ export interface VannaVolgaServedParams {
   readonly K10C: number;
   readonly wingCurvL: number;
   readonly wingCurvR: number;
+  readonly wingScaleL: number;
+  readonly wingScaleR: number;
 }
 
 const toVv = (p: VannaVolgaServedParams): VannaVolgaParams => ({ ...p, order: 'second' });
 
 export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
   name: 'VANNA_VOLGA',
-  parameterNames: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C', 'wingCurvL', 'wingCurvR'],
-  optionalParameterNames: ['wingCurvL', 'wingCurvR'],
+  parameterNames: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C', 'wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'],
+  optionalParameterNames: ['wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'],
   fromRecord(r) {
     const n = (name: string): number => need('VANNA_VOLGA', r, name);
     const p: VannaVolgaServedParams = {
@@ -43,6 +45,9 @@ export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
       K10C: n('K10C'),
       wingCurvL: r.wingCurvL === undefined ? 0 : n('wingCurvL'),
       wingCurvR: r.wingCurvR === undefined ? 0 : n('wingCurvR'),
+      ...defaultWingScales(n('K25P'), n('K25C'), n('K10P'), n('K10C')),
+      ...(r.wingScaleL === undefined ? {} : { wingScaleL: n('wingScaleL') }),
+      ...(r.wingScaleR === undefined ? {} : { wingScaleR: n('wingScaleR') }),
     };
     const bad = vannaVolgaParamViolations(toVv(p));
     if (bad.length > 0) throw new RangeError(`invalid Vanna-Volga parameters: ${bad.join('; ')}`);
@@ -56,22 +61,46 @@ export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
       return v * v * T;
     };
   },
-  // The pillars keep their log-moneyness: strikes scale with the forward, vols unchanged.
-  carryForward(p, _oldT, _newT, oldF, newF) {
+  // The pillars keep their log-moneyness: strikes scale with the forward, vols unchanged. The wing curvatures are in
+  // total variance (w = sigma^2 T): they scale with T so that the wings keep their implied vols; the scales are in k.
+  carryForward(p, oldT, newT, oldF, newF) {
     if (!(oldF > 0 && newF > 0)) return { ...p };
     const c = newF / oldF;
-    return { ...p, K25P: p.K25P * c, Katm: p.Katm * c, K25C: p.K25C * c, K10P: p.K10P * c, K10C: p.K10C * c };
+    const t = oldT > 0 && newT > 0 ? newT / oldT : 1;
+    return {
+      ...p,
+      K25P: p.K25P * c,
+      Katm: p.Katm * c,
+      K25C: p.K25C * c,
+      K10P: p.K10P * c,
+      K10C: p.K10C * c,
+      wingCurvL: Math.min(p.wingCurvL * t, VV_MAX_WING_SLOPE),
+      wingCurvR: Math.min(p.wingCurvR * t, VV_MAX_WING_SLOPE),
+    };
   },
   arbitrageCheck:
     'risk-neutral density >= 0 (Breeden-Litzenberger) on 401 strikes over 4 ATM standard deviations and the quoted range, and over 6 and the quoted range (served smile with its wings)',
-  wingRule: 'beyond K10P/K10C: C1 total-variance wings with slope clamped to [0, 1.8] plus a fitted curvature c (sqrt((k - k_b)^2 + d^2) - d), |slope| + c <= 1.8',
+  wingRule: 'beyond K10P/K10C: C1 total-variance wings with slope clamped to [0, 1.8] plus a fitted curvature c (sqrt((k - k_b)^2 + d^2) - d) with a fitted scale d, |slope| + c <= 1.8',
   fit: (g, ctx) => fitVannaVolgaSlice(g, ctx),
   borrowsShape: () => false,
 };
 
 /** Numeric VV parameters (the order is always 'second'). */
 function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
-  return { K25P: p.K25P, Katm: p.Katm, K25C: p.K25C, vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C, K10P: p.K10P, K10C: p.K10C, wingCurvL: p.wingCurvL, wingCurvR: p.wingCurvR };
+  return {
+    K25P: p.K25P,
+    Katm: p.Katm,
+    K25C: p.K25C,
+    vol25P: p.vol25P,
+    volAtm: p.volAtm,
+    vol25C: p.vol25C,
+    K10P: p.K10P,
+    K10C: p.K10C,
+    wingCurvL: p.wingCurvL,
+    wingCurvR: p.wingCurvR,
+    wingScaleL: p.wingScaleL,
+    wingScaleR: p.wingScaleR,
+  };
 }
 
 /**
@@ -118,7 +147,16 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: SliceInput): { param
       order: 'second',
     };
     const wings = vannaVolgaWingStrikes(base, g.forward, g.T);
-    const params: Required<VannaVolgaParams> = { ...base, order: 'second', K10P: wings.K10P, K10C: wings.K10C, wingCurvL: 0, wingCurvR: 0 };
+    // linear wings (c = 0): their scale does not matter; the default one is stored
+    const params: Required<VannaVolgaParams> = {
+      ...base,
+      order: 'second',
+      K10P: wings.K10P,
+      K10C: wings.K10C,
+      wingCurvL: 0,
+      wingCurvR: 0,
+      ...defaultWingScales(base.K25P, base.K25C, wings.K10P, wings.K10C),
+    };
     const chk = check(params);
     return { params, ok: chk.arbitrageFree, minDensity: chk.minDensity };
   };
