@@ -586,9 +586,10 @@ export function calibrateVannaVolga(
   const read: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
   const base = fitPillarVols(read, used, F, T, notes, options.previousPillars);
   const wings = vannaVolgaWingStrikes(base, F, T);
-  // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them): for a scale d,
-  // c by golden section on the IV least squares of the quotes beyond that side's 10-delta strike; d by a log-spaced
-  // grid of 13 points from 1/16 to 4 times the default scale, then golden section in ln d around the best point.
+  // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them), on the quotes
+  // beyond that side's 10-delta strike: d by a log-spaced grid of 13 points from 1/16 to 4 times the default scale,
+  // then golden section in ln d around the best point, each d ranked by the IV least squares at its own c (below);
+  // the final c at the chosen d by golden section on the IV least squares.
   const terms = vannaVolgaWingTerms({ ...base, order, K10P: wings.K10P, K10C: wings.K10C }, F, T);
   /** Golden-section minimum of f on [a, b] (40 steps): the midpoint of the last bracket and its value. */
   const golden = (f: (x: number) => number, a0: number, b0: number): { x: number; f: number } => {
