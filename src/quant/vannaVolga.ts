@@ -42,8 +42,8 @@
  *    `wingScaleR`; default |ln(K25/K10)| of that side), with |s| + c <= 1.8 so that the asymptotic slope stays
  *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
  *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
- *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike: d on a log grid (1/16 to 4 times the
- *    default, 13 points) refined by golden section in ln d, c per d by weighted linear least squares in total
+ *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike: d (from 3 quotes beyond it; else the
+ *    default) on a log grid (1/16 to 4 times the default, 13 points) refined by golden section in ln d, c per d by weighted linear least squares in total
  *    variance, the final c by golden section on the IV least squares over [0, 1.8 - |s|]; if needed c is scaled
  *    down until the density check passes (one side alone, the side of the failing strike first, when that
  *    suffices, else both together); without quotes there c is 0. w never decreases outward; never NaN.
@@ -85,6 +85,9 @@ export interface VannaVolgaParams {
   readonly wingScaleL?: number;
   readonly wingScaleR?: number;
 }
+
+/** Fewest quotes beyond a 10-delta strike for the wing's scale d to be fitted (else the default |ln(K25/K10)|). */
+const WING_SCALE_MIN_QUOTES = 3;
 
 /** Max outward slope of total variance in k in the extrapolated wings (90 % of Lee's bound 2). */
 export const VV_MAX_WING_SLOPE = 1.8;
@@ -652,6 +655,9 @@ export function calibrateVannaVolga(
       const g = exact ? golden((c) => costAt(c, d), 0, VV_MAX_WING_SLOPE) : { x: cLinear(d), f: costAt(cLinear(d), d) };
       return g.f < linear ? { c: g.x, f: g.f } : { c: 0, f: linear };
     };
+    // d is fitted only where more quotes lie beyond the 10-delta strike than the wing has parameters (c and d): with
+    // one or two, any pair through them would do and the extrapolated wing would jump from one refit to the next.
+    if (beyond.length < WING_SCALE_MIN_QUOTES) return { c: bestC(d0, true).c, d: d0 };
     let best = { u: 0, ...bestC(d0) };
     for (let j = -8; j <= 4; j++) {
       if (j === 0) continue;

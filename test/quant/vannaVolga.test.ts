@@ -331,6 +331,14 @@ describe('calibrateVannaVolga wings on a real chain (Deribit BTC 2020-05-14, dat
     expect(wingRmse(e, { ...fit.params, wingScaleL: d0 }, 'L')).toBeGreaterThan(wingRmse(e, fit.params, 'L') + 0.5);
   });
 
+  it('the scale is fitted only from 3 quotes beyond the 10-delta strike (225-day expiry: 2 on the put side)', () => {
+    const e = expiry(225.1);
+    const fit = fitOf(e);
+    const kLo = Math.log(fit.params.K10P! / e.forward);
+    expect(e.quotes.filter((q) => q.k < kLo).length).toBe(2);
+    expect(fit.params.wingScaleL).toBeCloseTo(Math.log(fit.params.K25P / fit.params.K10P!), 12);
+  });
+
   it('a density failure on the call wing does not flatten the put wing (225-day expiry)', () => {
     const e = expiry(225.1);
     const fit = fitOf(e);
