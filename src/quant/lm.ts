@@ -518,17 +518,14 @@ export function solveQp3(H: readonly (readonly number[])[], g: readonly number[]
   const xu1 = inv[3]! * g0 + inv[4]! * g1 + inv[5]! * g2;
   const xu2 = inv[6]! * g0 + inv[7]! * g1 + inv[8]! * g2;
   const { U, r, M } = w;
-  let scale = 0;
-  let rMax = Number.NEGATIVE_INFINITY;
+  let feasible = true;
   for (let j = 0; j < m; j++) {
     const Aj = A[j] as readonly number[];
     const A0 = Aj[0] as number, A1 = Aj[1] as number, A2 = Aj[2] as number;
     r[j] = A0 * xu0 + A1 * xu1 + A2 * xu2 - (b[j] as number);
-    rMax = Math.max(rMax, r[j]!);
-    scale = Math.max(scale, Math.abs(b[j] as number), Math.abs(A0 * xu0) + Math.abs(A1 * xu1) + Math.abs(A2 * xu2));
+    if (r[j]! > qp3RowTol(Aj, b[j] as number, xu0, xu1, xu2, xu0, xu1, xu2)) feasible = false;
   }
-  const tol = 1e-12 * (scale > 0 ? scale : 1);
-  if (rMax <= tol) return [xu0, xu1, xu2]; // the unconstrained minimizer is feasible
+  if (feasible) return [xu0, xu1, xu2]; // the unconstrained minimizer is feasible
   for (let j = 0; j < m; j++) {
     const Aj = A[j] as readonly number[];
     for (let t = 0; t < 3; t++) U[3 * j + t] = inv[3 * t]! * (Aj[0] as number) + inv[3 * t + 1]! * (Aj[1] as number) + inv[3 * t + 2]! * (Aj[2] as number);
@@ -544,7 +541,7 @@ export function solveQp3(H: readonly (readonly number[])[], g: readonly number[]
     if (!(r[j]! > 0)) continue; // a single active row must be violated by x_u (its multiplier r_j / M_jj > 0)
     S[0] = j;
     mu[0] = r[j]! / M[j * m + j]!;
-    if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 1, w.x)) return Array.from(w.x);
+    if (qp3Accept(A, b, m, xu0, xu1, xu2, U, S, mu, 1, w.x)) return Array.from(w.x);
   }
   for (let j = 0; j < m; j++) {
     for (let k = j + 1; k < m; k++) {
@@ -555,7 +552,7 @@ export function solveQp3(H: readonly (readonly number[])[], g: readonly number[]
       S[1] = k;
       mu[0] = (s * r[j]! - q * r[k]!) / dt;
       mu[1] = (p * r[k]! - q * r[j]!) / dt;
-      if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 2, w.x)) return Array.from(w.x);
+      if (qp3Accept(A, b, m, xu0, xu1, xu2, U, S, mu, 2, w.x)) return Array.from(w.x);
     }
   }
   for (let j = 0; j < m; j++) {
@@ -570,7 +567,7 @@ export function solveQp3(H: readonly (readonly number[])[], g: readonly number[]
         mu[0] = sol[0]!;
         mu[1] = sol[1]!;
         mu[2] = sol[2]!;
-        if (qp3Accept(A, b, m, tol, xu0, xu1, xu2, U, S, mu, 3, w.x)) return Array.from(w.x);
+        if (qp3Accept(A, b, m, xu0, xu1, xu2, U, S, mu, 3, w.x)) return Array.from(w.x);
       }
     }
   }
@@ -597,14 +594,26 @@ function qp3Scratch(m: number): Qp3Scratch {
 }
 
 /**
+ * Rounding tolerance of row A_j x <= b_j at x = x_u - sum mu u: 1e-12 of the row's own magnitudes, |b_j|, |A_j x| and
+ * |A_j x_u| (x is a difference from x_u, so its rounding error is relative to x_u), not of the largest row's.
+ */
+function qp3RowTol(Aj: readonly number[], bj: number, x0: number, x1: number, x2: number, xu0: number, xu1: number, xu2: number): number {
+  const a0 = Math.abs(Aj[0] as number);
+  const a1 = Math.abs(Aj[1] as number);
+  const a2 = Math.abs(Aj[2] as number);
+  const s = Math.abs(bj) + a0 * (Math.abs(x0) + Math.abs(xu0)) + a1 * (Math.abs(x1) + Math.abs(xu1)) + a2 * (Math.abs(x2) + Math.abs(xu2));
+  return 1e-12 * (s > 0 ? s : 1e-300);
+}
+
+/**
  * KKT test of one active set of {@link solveQp3}: multipliers mu[0..q) >= 0 (up to rounding: a zero multiplier at a
- * degenerate vertex may come out as -1e-17), and x = x_u - sum mu_t u_{S_t} feasible within tol. Writes x into `out`.
+ * degenerate vertex may come out as -1e-17), and x = x_u - sum mu_t u_{S_t} feasible within each row's rounding
+ * tolerance ({@link qp3RowTol}). Writes x into `out`.
  */
 function qp3Accept(
   A: readonly (readonly number[])[],
   b: readonly number[],
   m: number,
-  tol: number,
   xu0: number,
   xu1: number,
   xu2: number,
@@ -626,7 +635,7 @@ function qp3Accept(
   }
   for (let j = 0; j < m; j++) {
     const Aj = A[j] as readonly number[];
-    if ((Aj[0] as number) * x0 + (Aj[1] as number) * x1 + (Aj[2] as number) * x2 - (b[j] as number) > tol) return false;
+    if ((Aj[0] as number) * x0 + (Aj[1] as number) * x1 + (Aj[2] as number) * x2 - (b[j] as number) > qp3RowTol(Aj, b[j] as number, x0, x1, x2, xu0, xu1, xu2)) return false;
   }
   out[0] = x0;
   out[1] = x1;

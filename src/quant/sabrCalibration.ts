@@ -313,7 +313,9 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
       return true;
     });
     minima.sort((a, b) => a.f - b.f);
-    const out = minima.slice(0, 3).map((c) => c.x);
+    // nu is clipped to its bounds, so on very short expiries two grid columns can be the same point: count it once
+    const distinct = minima.filter((c, i) => minima.findIndex((o) => o.x.every((v, j) => v === c.x[j])) === i);
+    const out = distinct.slice(0, 3).map((c) => c.x);
     out.push([alphaFor(shape.rho, shape.nu), shape.rho, shape.nu]);
     for (const e of extra) out.push([...e]);
     return out;

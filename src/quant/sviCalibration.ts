@@ -444,8 +444,9 @@ interface Inner {
  * lies on one side of m (there the columns y and z of the (a, d, c) form are nearly equal, while (z + y)(z - y) = 1
  * keeps these two apart), and its constraints are bounds: |rho| <= 1 is p, q >= 0, the Lee bound 2p, 2q <= L,
  * w >= floor is a + 2p, a + 2q >= floor. Solved exactly by enumerating the active sets (lm.ts solveQp3), or, with
- * `fixC` (2-parameter mode: c = p + q fixed) and in degenerate cases, by the primal active-set method
- * (Nocedal-Wright 2006, Alg. 16.3) from a strictly feasible start.
+ * `fixC` (2-parameter mode: c = p + q fixed), when H is ill-conditioned (relative determinant < 1e-8, e.g. sigma
+ * large against the quotes' spread: 1, z + y and z - y nearly dependent) and in degenerate cases, by the primal
+ * active-set method (Nocedal-Wright 2006, Alg. 16.3) from a strictly feasible start.
  */
 function innerFit(ctx: Context, m: number, sigma: number, fixC?: number): Inner {
   const { d, lam, T } = ctx;

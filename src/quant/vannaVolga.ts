@@ -43,8 +43,10 @@
  *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
  *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
  *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike: d (from 3 quotes beyond it; else the
- *    default) on a log grid (1/16 to 4 times the default, 13 points) refined by golden section in ln d, c per d by weighted linear least squares in total
- *    variance, the final c by golden section on the IV least squares over [0, 1.8 - |s|]; if needed c is scaled
+ *    default) on a log grid (1/16 to 4 times the default, 13 points) refined by golden section in ln d within a
+ *    factor sqrt 2 of the best grid point (so d lies in 2^-4.5 to 2^2.5 times the default), c per d by weighted linear least squares in total
+ *    variance, the final c by golden section on the IV least squares (stored as found; served as at most 1.8 - |s|,
+ *    {@link wingCurvatureBound}, so |s| + c <= 1.8 holds for the served wing); if needed c is scaled
  *    down until the density check passes (one side alone, the side of the failing strike first, when that
  *    suffices, else both together); without quotes there c is 0. w never decreases outward; never NaN.
  */
