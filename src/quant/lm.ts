@@ -359,6 +359,32 @@ export function nelderMead(f: (x: readonly number[]) => number, x0: readonly num
   return { x: b.x, f: b.f, evaluations: evals, iterations };
 }
 
+/**
+ * Multi-start selection on a grid of starting points: the points no worse than any of their (up to 8) neighbours on
+ * the grid, best first, a point equal to an earlier one (same x) counted once, at most `max`. Adjacent grid points lie
+ * in one basin and converge to the same optimum, so a local optimizer started from each does the same work again.
+ * @param points the grid in row-major order, `cols` per row, each with its coordinates x and objective f (may be
+ *   +Infinity); an empty grid gives no starts
+ * @param cols points per grid row (> 0)
+ * @param max most starts returned
+ * @returns the selected points' x, best (lowest f) first
+ * @throws RangeError when points.length is not a multiple of cols
+ */
+export function gridLocalMinima(points: ReadonlyArray<{ readonly x: readonly number[]; readonly f: number }>, cols: number, max: number): number[][] {
+  if (!(cols > 0) || points.length % cols !== 0) throw new RangeError(`gridLocalMinima: ${points.length} points do not fill rows of ${cols}`);
+  const rows = points.length / cols;
+  const at = (i: number, j: number): number => (i < 0 || j < 0 || i >= rows || j >= cols ? Number.POSITIVE_INFINITY : points[i * cols + j]!.f);
+  const minima = points.filter((c, t) => {
+    const i = Math.floor(t / cols);
+    const j = t % cols;
+    for (let di = -1; di <= 1; di++) for (let dj = -1; dj <= 1; dj++) if ((di !== 0 || dj !== 0) && at(i + di, j + dj) < c.f) return false;
+    return true;
+  });
+  minima.sort((p, q) => p.f - q.f);
+  const distinct = minima.filter((c, i) => minima.findIndex((o) => o.x.every((v, j) => v === c.x[j])) === i);
+  return distinct.slice(0, max).map((c) => [...c.x]);
+}
+
 /** Result of {@link solveQpActiveSet}. */
 export interface QpResult {
   readonly x: number[];

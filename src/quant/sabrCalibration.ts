@@ -37,7 +37,7 @@
  *
  * Deterministic: no randomness.
  */
-import { levenbergMarquardt } from './lm.js';
+import { gridLocalMinima, levenbergMarquardt } from './lm.js';
 import { sabrAlphaFromAtmVol, sabrImpliedVolUnchecked, sabrParamViolations, type SabrFormula, type SabrParams } from './sabr.js';
 import { checkSmileDensity, defaultDensityCheckStrikes, smileArbitragePenalties, type DensityCheckOptions } from './smileArbitrage.js';
 import { strikeFromDelta, strikeFromDeltaFlat } from './strikeFromDelta.js';
@@ -304,18 +304,9 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
         cand.push({ x, f: Number.isFinite(f) ? f : Number.POSITIVE_INFINITY });
       }
     }
-    // Starts: the 4 x 4 grid's local minima (no better point among the 8 neighbours), best first, at most 3.
-    const at = (i: number, j: number): number => (i < 0 || j < 0 || i >= 4 || j >= 4 ? Number.POSITIVE_INFINITY : cand[i * 4 + j]!.f);
-    const minima = cand.filter((c, t) => {
-      const i = Math.floor(t / 4);
-      const j = t % 4;
-      for (let di = -1; di <= 1; di++) for (let dj = -1; dj <= 1; dj++) if ((di !== 0 || dj !== 0) && at(i + di, j + dj) < c.f) return false;
-      return true;
-    });
-    minima.sort((a, b) => a.f - b.f);
-    // nu is clipped to its bounds, so on very short expiries two grid columns can be the same point: count it once
-    const distinct = minima.filter((c, i) => minima.findIndex((o) => o.x.every((v, j) => v === c.x[j])) === i);
-    const out = distinct.slice(0, 3).map((c) => c.x);
+    // Starts: the 4 x 4 grid's local minima, best first, at most 3 (nu is clipped to its bounds, so on very short
+    // expiries two grid columns can be the same point: it counts once).
+    const out = gridLocalMinima(cand, 4, 3);
     out.push([alphaFor(shape.rho, shape.nu), shape.rho, shape.nu]);
     for (const e of extra) out.push([...e]);
     return out;

@@ -41,7 +41,7 @@
  *
  * Deterministic: no randomness; `options.previous` (warm start) only adds a starting point.
  */
-import { levenbergMarquardt, nelderMead, solveQp3, solveQpActiveSet } from './lm.js';
+import { gridLocalMinima, levenbergMarquardt, nelderMead, solveQp3, solveQpActiveSet } from './lm.js';
 import {
   LEE_MAX_WING_SLOPE,
   butterflyArbitrageFree,
@@ -582,15 +582,7 @@ function quasiExplicit(ctx: Context, extraStarts: readonly SviParams[], warmOnly
     }
   }
   // Starts: the grid's local minima (no better point among the 8 neighbours), best first, at most 3.
-  const at = (i: number, j: number): number => (i < 0 || j < 0 || i >= NM || j >= NS ? Number.POSITIVE_INFINITY : cand[i * NS + j]!.f);
-  const minima = cand.filter((c, t) => {
-    const i = Math.floor(t / NS);
-    const j = t % NS;
-    for (let di = -1; di <= 1; di++) for (let dj = -1; dj <= 1; dj++) if ((di !== 0 || dj !== 0) && at(i + di, j + dj) < c.f) return false;
-    return true;
-  });
-  minima.sort((p, q) => p.f - q.f);
-  const starts = minima.slice(0, 3).map((c) => c.x);
+  const starts = gridLocalMinima(cand, NS, 3);
   for (const p of extraStarts) {
     if (Number.isFinite(p.m) && p.sigma > 0) starts.push([fromM(Math.min(Math.max(p.m, ctx.mLo), ctx.mHi)), fromS(Math.min(Math.max(p.sigma, ctx.sLo), ctx.sHi))]);
   }

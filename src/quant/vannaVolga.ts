@@ -654,7 +654,12 @@ export function calibrateVannaVolga(
     };
     /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
     const bestC = (d: number, exact = false): { c: number; f: number } => {
-      const g = exact ? golden((c) => costAt(c, d), 0, VV_MAX_WING_SLOPE) : { x: cLinear(d), f: costAt(cLinear(d), d) };
+      let g: { x: number; f: number };
+      if (exact) g = golden((c) => costAt(c, d), 0, VV_MAX_WING_SLOPE);
+      else {
+        const c = cLinear(d);
+        g = { x: c, f: costAt(c, d) };
+      }
       return g.f < linear ? { c: g.x, f: g.f } : { c: 0, f: linear };
     };
     // d is fitted only where more quotes lie beyond the 10-delta strike than the wing has parameters (c and d): with
@@ -685,22 +690,30 @@ export function calibrateVannaVolga(
   // Butterfly: when the curved wings fail the density check but the linear ones pass, the curvature of one side
   // (the failing strike's first) is scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps):
   // the smallest change; both sides together only when neither alone suffices.
-  // The check of the unscaled smile is kept: it is the final check below when nothing is scaled.
-  let unscaledCheck: ReturnType<typeof checkSmileDensity> | null = null;
+  // The check of the served smile (unscaled, or at the chosen factors) is kept: it is the final check below.
+  let servedCheck: ReturnType<typeof checkSmileDensity> | null = null;
   {
     const kLoQ = Math.min(...ks);
     const kHiQ = Math.max(...ks);
-    const checkAt = (muL: number, muR: number) =>
-      checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR, wingScaleL, wingScaleR }, F, T), F, T, {
-        kMin: kLoQ,
-        kMax: kHiQ,
-        ...options.densityCheck,
-      });
+    // memoized by the scale factors: the final check below reuses the bisection's check of the factors it chose
+    const checked = new Map<string, ReturnType<typeof checkSmileDensity>>();
+    const checkAt = (muL: number, muR: number): ReturnType<typeof checkSmileDensity> => {
+      const key = `${muL},${muR}`;
+      let chk = checked.get(key);
+      if (chk === undefined) {
+        chk = checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR, wingScaleL, wingScaleR }, F, T), F, T, {
+          kMin: kLoQ,
+          kMax: kHiQ,
+          ...options.densityCheck,
+        });
+        checked.set(key, chk);
+      }
+      return chk;
+    };
     const passes = (muL: number, muR: number): boolean => checkAt(muL, muR).arbitrageFree;
-    if (wingCurvL > 0 || wingCurvR > 0) unscaledCheck = checkAt(1, 1);
-    if (unscaledCheck !== null && !unscaledCheck.arbitrageFree && passes(0, 0)) {
-      const failingStrike = unscaledCheck.atStrike;
-      unscaledCheck = null;
+    if (wingCurvL > 0 || wingCurvR > 0) servedCheck = checkAt(1, 1);
+    if (servedCheck !== null && !servedCheck.arbitrageFree && passes(0, 0)) {
+      const failingStrike = servedCheck.atStrike;
       /** The largest factor in [0, 1] that passes (bisection, 12 steps), given that 0 passes. */
       const largest = (ok: (mu: number) => boolean): number => {
         let lo = 0;
@@ -721,6 +734,7 @@ export function calibrateVannaVolga(
       else if (passes(0, 1)) muL = largest((mu) => passes(mu, 1));
       else if (passes(1, 0)) muR = largest((mu) => passes(1, mu));
       else muL = muR = largest((mu) => passes(mu, mu));
+      servedCheck = checkAt(muL, muR); // the served smile's check (memoized), taken before the curvatures change
       wingCurvL *= muL;
       wingCurvR *= muR;
       notes.push(`wing curvatures scaled by ${muL.toFixed(4)} (put side) and ${muR.toFixed(4)} (call side) to pass the density check`);
@@ -740,8 +754,8 @@ export function calibrateVannaVolga(
 
   const kMin = ks[0] as number;
   const kMax = ks[ks.length - 1] as number;
-  // the same smile and options as the unscaled check above when no curvature was scaled (kMin/kMax: ks is sorted)
-  const chk = unscaledCheck ?? checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
+  // the same smile and options as the check above, scaled or not (kMin/kMax: ks is sorted)
+  const chk = servedCheck ?? checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
   if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
   const marketAtm = kMin <= 0 && kMax >= 0 ? volAtm : null;
   const modelAtm = smile(F);
