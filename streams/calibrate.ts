@@ -66,7 +66,7 @@ import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions } 
 import { deltaStrike } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';
 import type { VolSurface } from '../src/quant/surface.js';
-import { isRegularIncremental, type ChainView } from './chainState.js';
+import { mayYield, type ChainView } from './chainState.js';
 import { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit } from '../src/cache/snapshotBuilder.js';
 
 export { buildSnapshots, type CalibrationResult, type ChainFit, type ModelFit };
@@ -173,6 +173,26 @@ interface MutableCounts {
   dropped: number;
 }
 
+/**
+ * The last calendar-ceiling wing repair of one expiry (fitModel's wing repair), keyed by the own fits it was made
+ * from: the identity ({@link FittedExpiry.id}) of the repaired slice's fit and of the next expiry's served slice.
+ * `params` at `T` and `forward` (carried to a later observation with carryForwardParams); `failed` when that
+ * repair did not give an arbitrage-free slice under the ceiling.
+ */
+type WingRepair =
+  | { readonly key: string; readonly failed: true }
+  | {
+      readonly key: string;
+      readonly failed: false;
+      readonly params: ExpirySlice['params'];
+      readonly T: number;
+      readonly forward: number;
+      /** The refit's own method text, minimum density and warnings. */
+      readonly method: string;
+      readonly minDensity: number | null | undefined;
+      readonly warnings: readonly string[];
+    };
+
 function zeroCounts(): MutableCounts {
   return { fits: 0, constrainedRefits: 0, calendarRepaired: 0, rejected: 0, keptPrevious: 0, dropped: 0 };
 }
@@ -188,6 +208,15 @@ export class FitMemory {
   /** Per model and expiry: the last own fit (pass 1) with the inputs it was fitted to (incremental refits). */
   readonly fitted = new Map<VolatilityModel, Map<number, FittedExpiry>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   /**
+   * Per model and expiry: the last wing repair under the next expiry's calendar ceiling and the fits it was made from.
+   * A later pass in which both fits are the same (reused or deferred, not refitted) serves that repair carried to its
+   * T instead of refitting it (a warm SVI ceiling refit is 2 to 3 ms: it was 40 % of an urgent partial refit on the
+   * real 878-option chain), after checking the ceiling again on the current grid.
+   */
+  readonly wingRepairs = new Map<VolatilityModel, Map<number, WingRepair>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  /** Next {@link FittedExpiry.id}. */
+  nextFitId = 1;
+  /**
    * True while a view that is not `full` is fitted (set by {@link fitChain}): unchanged expiries reuse their last
    * fit and changed ones refit warm. False: every expiry is fitted cold.
    */
@@ -199,19 +228,23 @@ export class FitMemory {
    */
   refitOnly: ReadonlySet<number> | null = null;
   /**
-   * Set by {@link fitChain} on a regular incremental view (not full, not urgent) when the caller can preempt it: asked
+   * Set by {@link fitChain} on a view that may yield (chainState.ts mayYield: regular incremental, or the periodic safety
+   * net's full view) when the caller can preempt it: asked
    * before each slice refit after the first of the chain; true stops the chain fit there with {@link FitYielded}.
    * Null: the fit runs to its end.
    */
   shouldYield: (() => boolean) | null = null;
   /** Slices refitted (not reused, not deferred) by the chain fit in progress, every model. */
   chainRefits = 0;
-  /** Per model, expiries refitted, reused and deferred by the last {@link fitModel} (diagnostics, tests, the benchmark). */
-  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number; deferred: number }>();
+  /**
+   * Per model, expiries refitted, reused and deferred by the last {@link fitModel}, and its calendar-ceiling wing
+   * repairs refitted and reused ({@link wingRepairs}) (diagnostics, tests, the benchmark).
+   */
+  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number; deferred: number; ceilingRefitted: number; ceilingReused: number }>();
 
   /** Forget the slices of expiries at or before `nowS`. */
   prune(nowS: number): void {
-    for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values()]) {
+    for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values(), ...this.wingRepairs.values()]) {
       for (const e of [...byExpiry.keys()]) if (e <= nowS) byExpiry.delete(e);
     }
   }
@@ -219,6 +252,8 @@ export class FitMemory {
 
 /** An expiry's last own fit and what it was fitted to (see {@link FitMemory.fitted}). */
 interface FittedExpiry {
+  /** Unique per memory: the identity of this fit (a refit gets a new one). */
+  readonly id: number;
   /** {@link inputSignature} of the group fitted. */
   readonly signature: string;
   /** Identity of the shape prior used ('' when the fit does not depend on one). */
@@ -519,7 +554,10 @@ export function fitModel(
   // Pass 1: expiries with enough quotes for a fit of their own. Incremental: an expiry whose inputs are those of
   // its last fit reuses it (carried to this T); a changed one refits warm from it (module docstring).
   const fitted = memory.fitted.get(model)!;
-  const pass = { refitted: 0, reused: 0, warm: 0, deferred: 0 };
+  const wingRepairs = memory.wingRepairs.get(model)!;
+  const pass = { refitted: 0, reused: 0, warm: 0, deferred: 0, ceilingRefitted: 0, ceilingReused: 0 };
+  /** Per expiry, the identity of the own fit its served slice comes from (wing repair memo); absent: none. */
+  const identity = new Map<number, string>();
   for (const g of groups) {
     if (g.quotes.length <= SPARSE_MAX_QUOTES) continue;
     const signature = inputSignature(g);
@@ -534,6 +572,7 @@ export function fitModel(
       else pass.deferred++;
       const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(g, () => carried, null, prev.fittedAt);
+      if (slice && slice.fit.status !== 'kept-previous') identity.set(g.expirationTimestamp, String(prev.id));
     } else {
       // preemption at a slice boundary (streams/calibrationPool.ts): the slices refitted so far stay in `fitted`
       if (memory.shouldYield !== null && memory.chainRefits > 0 && memory.shouldYield()) throw new FitYielded();
@@ -541,15 +580,17 @@ export function fitModel(
       pass.refitted++;
       if (prev) pass.warm++;
       const stFit: FitContext = prev ? { ...st, previous: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
+      const id = memory.nextFitId++;
       slice = settle(
         g,
         () => {
           const a = fit(model, g, stFit, options);
-          fitted.set(g.expirationTimestamp, { signature, priorKey, attempt: a, T: g.T, forward: g.forward, fittedAt: obs });
+          fitted.set(g.expirationTimestamp, { id, signature, priorKey, attempt: a, T: g.T, forward: g.forward, fittedAt: obs });
           return a;
         },
         null,
       );
+      if (slice && slice.fit.status !== 'kept-previous') identity.set(g.expirationTimestamp, String(id));
     }
     if (slice) byExpiry.set(g.expirationTimestamp, slice);
   }
@@ -615,28 +656,61 @@ export function fitModel(
       const k = nLo + ((nHi - nLo) * j) / 80;
       if (yields || k < lo || k > hi) grid.push(k);
     }
-    if (!grid.some((k) => wOwn(k) > wNext(k))) continue;
-    let refit: SliceFit | null = null;
-    try {
-      // incremental: warm from the slice's own fit (its quoted part barely moves under the ceiling)
-      refit = fit(model, g, { ...st, ceiling: { w: wNext, kGrid: grid }, ...(memory.incremental ? { previous: s.params } : {}) }, options);
-    } catch {
-      refit = null;
+    // the identity of this slice as the next one of the slice before it: kept while it is served unrepaired
+    const ownId = identity.get(s.expirationTimestamp);
+    const nextId = identity.get(next.expirationTimestamp);
+    identity.delete(s.expirationTimestamp);
+    if (!grid.some((k) => wOwn(k) > wNext(k))) {
+      if (ownId !== undefined) identity.set(s.expirationTimestamp, ownId);
+      continue;
     }
-    if (!refit || !refit.butterflyFree) continue;
-    const wRefit = sliceTotalVariance(model, { T: s.T, forward: s.forward, params: refit.params });
-    if (grid.some((k) => wRefit(k) > wNext(k) * (1 + 1e-9))) continue;
+    // The same two fits as at the last repair (both reused or deferred, on an incremental view): that repair, carried
+    // to this T, if it still meets the ceiling on this grid (WingRepair).
+    const key = ownId !== undefined && nextId !== undefined ? `${ownId}<${nextId}${yields ? ' yields' : ''}` : null;
+    const memo = key !== null && memory.incremental ? wingRepairs.get(s.expirationTimestamp) : undefined;
+    let repair: Extract<WingRepair, { failed: false }> | null = null;
+    if (memo !== undefined && memo.key === key) {
+      if (memo.failed) {
+        pass.ceilingReused++;
+        continue;
+      }
+      const params = carryForwardParams(model, memo.params, memo.T, s.T, memo.forward, s.forward);
+      const wCarried = sliceTotalVariance(model, { T: s.T, forward: s.forward, params });
+      if (!grid.some((k) => wCarried(k) > wNext(k) * (1 + 1e-9))) {
+        repair = { ...memo, params, T: s.T, forward: s.forward };
+        pass.ceilingReused++;
+      }
+    }
+    if (repair === null) {
+      let refit: SliceFit | null = null;
+      pass.ceilingRefitted++;
+      try {
+        // incremental: warm from the slice's own fit (its quoted part barely moves under the ceiling)
+        refit = fit(model, g, { ...st, ceiling: { w: wNext, kGrid: grid }, ...(memory.incremental ? { previous: s.params } : {}) }, options);
+      } catch {
+        refit = null;
+      }
+      const wRefit = refit && refit.butterflyFree ? sliceTotalVariance(model, { T: s.T, forward: s.forward, params: refit.params }) : null;
+      if (!refit || wRefit === null || grid.some((k) => wRefit(k) > wNext(k) * (1 + 1e-9))) {
+        if (key !== null) wingRepairs.set(s.expirationTimestamp, { key, failed: true });
+        continue;
+      }
+      repair = { key: key ?? '', failed: false, params: refit.params, T: s.T, forward: s.forward, method: refit.method, minDensity: refit.minDensity, warnings: refit.warnings };
+      if (key !== null) wingRepairs.set(s.expirationTimestamp, repair);
+      else wingRepairs.delete(s.expirationTimestamp);
+    }
+    if (key !== null) identity.set(s.expirationTimestamp, `(${key})`);
     counts.constrainedRefits++;
     const repaired: DraftSlice = {
       ...s,
-      params: refit.params,
+      params: repair.params,
       fit: {
         ...s.fit,
-        method: `${refit.method}; ${yields ? 'kept at or below the next expiry\'s slice over its quoted range (an expiry under 2 days yields)' : 'wings kept at or below the next expiry\'s slice where it is quoted and this one is not'} (calendar ceiling on ${grid.length} points)`,
+        method: `${repair.method}; ${yields ? 'kept at or below the next expiry\'s slice over its quoted range (an expiry under 2 days yields)' : 'wings kept at or below the next expiry\'s slice where it is quoted and this one is not'} (calendar ceiling on ${grid.length} points)`,
         status: 'repaired',
         constrainedRefit: true,
-        minDensity: refit.minDensity,
-        warnings: refit.warnings.filter((w) => !w.startsWith('ATM check')),
+        minDensity: repair.minDensity,
+        warnings: repair.warnings.filter((w) => !w.startsWith('ATM check')),
       },
     };
     slices[i] = repaired;
@@ -725,7 +799,8 @@ function servedQuality(served: VolSurface, s: DraftSlice, referenceRmse: number 
  * Vanna-Volga, the rejection rule against `memory` and the calendar envelope (module docstring), plus the
  * listed forward points. Without `memory` a fresh one is used (no earlier slice can be kept, counts are this
  * fit's). Runs in the calibration worker.
- * @param shouldYield on a regular incremental view (not full, not urgent): asked before each slice refit after the
+ * @param shouldYield on a view that may yield (mayYield: a regular incremental view, or a full view of the periodic
+ *   safety net only): asked before each slice refit after the
  *   chain's first; when it answers true the fit stops there ({@link FitYielded}). The slices refitted until then stay
  *   in `memory` (a later view with the same inputs for them reuses them) and the cumulative counts, but the count of
  *   fits run, are restored to their values before this fit; nothing is returned for the view.
@@ -742,7 +817,7 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
   memory.prune(obs);
   memory.incremental = view.full === false;
   memory.refitOnly = view.full === false && view.refitOnly !== undefined ? new Set(view.refitOnly) : null;
-  memory.shouldYield = isRegularIncremental(view) && shouldYield ? shouldYield : null;
+  memory.shouldYield = mayYield(view) && shouldYield ? shouldYield : null;
   memory.chainRefits = 0;
   const groups = groupByExpiry(view.options, obs);
   const points = forwardPoints(groups, view.futures, obs);
@@ -799,7 +874,7 @@ export class ChainFitter {
   /**
    * Fit `view` with the memory of its (source, pair) in `namespace` (default 'live'; the simulated 24 h
    * history seeding uses its own so that it never touches the live memory). `shouldYield`: see {@link fitChain}.
-   * @throws FitYielded when `shouldYield` stopped a regular incremental fit
+   * @throws FitYielded when `shouldYield` stopped a regular incremental or periodic full fit
    */
   fit(view: ChainView, namespace = 'live', shouldYield?: () => boolean): ChainFit {
     const key = ChainFitter.key(view.source, view.pair, namespace);

@@ -17,11 +17,13 @@
  * flight (latest state wins), so a worker's queue holds at most one request per pair.
  *
  * Preemption at slice boundaries: when an urgent or a (non-periodic) full fit is queued while the worker runs a
- * regular incremental fit of any pair, the pool sets the worker's shared yield flag; that fit stops before its next
+ * regular incremental fit of any pair (or the periodic safety net's full fit: chainState.ts mayYield), the pool sets
+ * the worker's shared yield flag; that fit stops before its next
  * slice refit (after at least one) and is rejected with {@link FitWithdrawnError}. The slices it refitted stay in the
  * worker's memory of its pair, so the pipeline's next regular fit of that pair, asked at once, reuses those whose
- * inputs did not change meanwhile; that next fit is not preempted (a pair yields at most once in a row, so a stream
- * of urgent fits cannot starve it). Full and urgent fits are never preempted.
+ * inputs did not change meanwhile (a yielded periodic full fit is asked again as a full one: the pipeline's safety net
+ * is not skipped); that next fit is not preempted (a pair yields at most once in a row, so a stream of urgent fits
+ * cannot starve it). Full fits after a start, reconnect or roll-off, and urgent fits, are never preempted.
  *
  * A worker that dies fails its pending requests with an error and is restarted on the next request (its pairs'
  * memory is lost; the next fit of each is cold).
@@ -29,7 +31,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
-import { isRegularIncremental, type ChainView } from './chainState.js';
+import { mayYield, type ChainView } from './chainState.js';
 import { encodeView } from './viewCodec.js';
 
 /**
@@ -283,7 +285,7 @@ export class CalibrationPool {
 
   /**
    * Preemption: a fit that must not wait (urgent partial, or full after a start, reconnect or roll-off) queued while the
-   * worker runs a regular incremental fit asks that fit to yield at its next slice boundary (the worker reads the slot's
+   * worker runs a regular incremental (or periodic full) fit asks that fit to yield at its next slice boundary (the worker reads the slot's
    * yieldFlag; streams/calibrate.ts fitChain `shouldYield`). The wait of an urgent fit is then one slice fit, not a
    * whole pass of another pair (30 to 45 ms for a BTC chain with three models).
    */
@@ -291,10 +293,13 @@ export class CalibrationPool {
     if (headStart(job.view) > 0) this.requestYield(slot);
   }
 
-  /** Set the worker's yield flag when it runs a regular incremental fit (full and urgent fits never yield). */
+  /**
+   * Set the worker's yield flag when it runs a fit that may yield (mayYield: regular incremental, or periodic full;
+   * full fits after a start, reconnect or roll-off and urgent fits never yield).
+   */
   private requestYield(slot: Slot): void {
     const r = slot.running;
-    if (!r || !isRegularIncremental(r.view)) return;
+    if (!r || !mayYield(r.view)) return;
     // a pair whose previous fit yielded runs this one to its end: urgent fits of other pairs arriving faster than
     // its pass must not starve it
     if (this.yieldedLast.has(r.key)) return;

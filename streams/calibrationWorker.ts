@@ -3,10 +3,10 @@
  * {@link ChainFit}s (SVI, SABR and Vanna-Volga per expiry, streams/calibrate.ts), so that fitting never blocks the
  * thread serving REST. Messages: `{ id, view, namespace? }` (the view's option quotes in columns, streams/viewCodec.ts)
  * -> `{ id, result: ChainFit }`, `{ id, withdrawn: true }`
- * when a regular incremental fit yielded to an urgent one, or `{ id, error }` on failure. `workerData.fitOptions` holds
+ * when a regular incremental (or periodic full) fit yielded to an urgent one, or `{ id, error }` on failure. `workerData.fitOptions` holds
  * the {@link ChainFitOptions} (SABR beta); `workerData.yieldFlag`, when given, is a SharedArrayBuffer of one Int32
  * that the pool sets to 1 when a fit that must not wait (urgent, or full after a reconnect) is queued behind the one
- * running here: a regular incremental fit then stops at its next slice boundary (fitChain's `shouldYield`; the slices
+ * running here: a regular incremental or periodic full fit then stops at its next slice boundary (fitChain's `shouldYield`; the slices
  * it refitted stay in the pair's memory). The worker's {@link ChainFitter} keeps, per (source, pair) and namespace,
  * the last good slice of each expiry and the repair/rejection counts; they are lost when the worker restarts.
  * Production code only: no simulator module is loaded here (the simulated history has its own worker,

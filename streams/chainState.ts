@@ -52,6 +52,16 @@ export function isRegularIncremental(view: Pick<ChainView, 'full' | 'refitOnly'>
   return view.full === false && view.refitOnly === undefined;
 }
 
+/**
+ * True for a fit that may yield its worker at a slice boundary to an urgent or reconnect fit queued behind it: a
+ * regular incremental view, or a full view of the periodic safety net only (its data is not stale; a move waiting
+ * behind its whole cold pass, 30 to 45 ms for a BTC chain, set the slowest urgent refits). Fits after a start,
+ * reconnect or roll-off and urgent partial fits never yield (streams/calibrationPool.ts).
+ */
+export function mayYield(view: Pick<ChainView, 'full' | 'refitOnly' | 'periodic'>): boolean {
+  return isRegularIncremental(view) || (view.full === true && view.periodic === true && view.refitOnly === undefined);
+}
+
 /** Options of a {@link ChainState}. */
 export interface ChainStateOptions {
   /**

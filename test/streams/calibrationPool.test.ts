@@ -183,6 +183,28 @@ describe('CalibrationPool', () => {
     expect(pool.stats()).toMatchObject({ yieldRequests: 2, yielded: 2 });
   });
 
+  it("the periodic safety net's full fit yields its worker to an urgent one too; a full fit after a start or reconnect does not", async () => {
+    const pool = new CalibrationPool({}, 1);
+    pools.push(pool);
+    await pool.fit(A);
+    await pool.fit(B);
+    const order: string[] = [];
+    const periodic = pool.fit({ ...A, full: true, periodic: true }).then(
+      () => order.push('periodic done'),
+      (e: Error) => order.push(e instanceof FitWithdrawnError ? 'periodic yielded' : `periodic failed: ${e.message}`),
+    );
+    const urgentB = pool.fit(urgent(B)).then(() => order.push('urgent done'));
+    await Promise.all([periodic, urgentB]);
+    expect(order).toEqual(['periodic yielded', 'urgent done']);
+    expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
+    // (a completed fit of A: its next fit could be asked to yield again)
+    await pool.fit(incremental(A));
+    const order2: string[] = [];
+    await Promise.all([pool.fit({ ...A, full: true }).then(() => order2.push('full')), pool.fit(urgent(B)).then(() => order2.push('urgent'))]);
+    expect(order2).toEqual(['full', 'urgent']);
+    expect(pool.stats()).toMatchObject({ yieldRequests: 1, yielded: 1 });
+  });
+
   it('a fit that yields after a whole model leaves the cumulative counts as they were: its retry equals an uninterrupted fit', () => {
     const moved: ChainView = { ...incremental(A), options: A.options.map((o) => ({ ...o, markIv: o.markIv * 1.03 })), version: A.version + 1 };
     const interrupted = new ChainFitter();

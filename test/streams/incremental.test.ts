@@ -167,3 +167,52 @@ describe.each(FILES)('incremental refits on %s', (file) => {
     }
   });
 });
+
+describe('calendar-ceiling wing repairs in incremental refits (real chain 2026-05-26 19:27Z)', () => {
+  it('a repair whose two fits are unchanged is served again, carried, not refitted (equal to a fresh repair); a refitted neighbour refits it', () => {
+    const { st, options } = loadState(FILES[0]!);
+    const fitter = new ChainFitter();
+    const v1 = st.view();
+    const first = fitter.fit(v1);
+    // the recorded chain has a slice whose extrapolated wing had to be kept under the next expiry's
+    const svi = first.models.find((m) => m.model === 'SVI')!;
+    const i = svi.slices.findIndex((s) => s.fit.method.includes('calendar ceiling'));
+    expect(i).toBeGreaterThanOrEqual(0);
+    const repairedAt = svi.slices[i]!.expirationTimestamp;
+    const nextAt = svi.slices[i + 1]!.expirationTimestamp;
+    const memory = fitter.memoryOf('DERIBIT', PAIR)!;
+    expect(memory.lastPass.get('SVI')).toMatchObject({ ceilingRefitted: expect.any(Number), ceilingReused: 0 });
+
+    // re-mark an expiry away from that pair, 2 s later: the repair is reused, carried to the new T
+    const far = svi.slices.find((s, j) => Math.abs(j - i) > 2 && s.quotes.length > 4)!.expirationTimestamp;
+    const remark = (expiry: number, dIv: number, dtS: number): void => {
+      let j = 0;
+      for (const o of options.filter((x) => x.expirationTimestamp === expiry)) {
+        st.apply({ ...o, markIv: o.markIv + (j++ % 2 ? dIv : -dIv), timestamp: o.timestamp + dtS, receivedAt: o.receivedAt + dtS });
+      }
+    };
+    remark(far, 0.003, 2);
+    const v2 = st.view(v1.version);
+    // the same view fitted by a twin memory that forgets its repairs: the reference (a fresh warm repair)
+    const twin = new ChainFitter();
+    twin.fit(v1);
+    for (const m of twin.memoryOf('DERIBIT', PAIR)!.wingRepairs.values()) m.clear();
+    const fresh = twin.fit(v2);
+    const inc = fitter.fit(v2);
+    expect(memory.lastPass.get('SVI')!.ceilingReused).toBeGreaterThanOrEqual(1);
+    const served = inc.models.find((m) => m.model === 'SVI')!.slices.find((s) => s.expirationTimestamp === repairedAt)!;
+    expect(served.fit.status).toBe('repaired');
+    expect(served.fit.method).toContain('calendar ceiling');
+    const { gap, where } = maxGapVolPts(inc, fresh);
+    expect(gap, where).toBeLessThan(1e-3);
+    expect(maxGapVolPts(inc, cold(v2)).gap).toBeLessThan(0.01);
+
+    // re-mark the next expiry (its fit changes): the repair of the slice before it is refitted
+    remark(nextAt, 0.003, 4);
+    const v3 = st.view(v2.version);
+    const inc3 = fitter.fit(v3);
+    const pass3 = memory.lastPass.get('SVI')!;
+    expect(pass3.ceilingRefitted).toBeGreaterThanOrEqual(1);
+    expect(maxGapVolPts(inc3, cold(v3)).gap).toBeLessThan(0.01);
+  });
+});

@@ -266,8 +266,10 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
   }
 
   /** Pipelines on fake timers (no wall clock), fitting in this thread unless `fit` is given. */
-  function run(urgentVolPts: number, fit?: (view: ChainView, signal?: AbortSignal) => Promise<ChainFit>) {
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+  function run(urgentVolPts: number, fit?: (view: ChainView, signal?: AbortSignal) => Promise<ChainFit>, fullRefitEveryMs = 3_600_000) {
+    // (performance.now, which times the periodic safety net, is faked only when a test sets that period)
+    const timers = ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] as const;
+    vi.useFakeTimers({ toFake: fullRefitEveryMs < 3_600_000 ? [...timers, 'performance'] : [...timers] });
     const events$ = new Subject<MarketEvent>();
     const cache = new MarketCache(new MarketClock(0), 1e9, [{ source: 'DERIBIT', pair: PAIR }]);
     const silent = { info: () => {}, warn: () => {}, error: () => {} };
@@ -277,7 +279,7 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       clock: new MarketClock(0),
       throttleMs: THROTTLE_MS,
       logger: silent,
-      fullRefitEveryMs: 3_600_000,
+      fullRefitEveryMs,
       urgentVolPts,
       onCalibrated: (r) => kinds.push(r.partial ? 'urgent' : 'regular'),
       ...(fit ? { fit } : {}),
@@ -316,9 +318,9 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
   }
 
   /** A pipeline on a {@link heldWorker} fed the recorded chain: its first (full) fit asked for, not landed yet. */
-  function heldPipeline(events: readonly ChainEvent[]) {
+  function heldPipeline(events: readonly ChainEvent[], fullRefitEveryMs?: number) {
     const worker = heldWorker();
-    const r = run(0.25, worker.fit);
+    const r = run(0.25, worker.fit, fullRefitEveryMs);
     for (const e of events) r.events$.next(e);
     vi.advanceTimersByTime(THROTTLE_MS);
     return { worker, ...r };
@@ -405,6 +407,62 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       await worker.land();
       expect(worker.outcome).toEqual(['full', 'withdrawn', 'urgent', 'regular']);
       expect(svi()!.sequence).toBe(3);
+      expect(p.isSettled()).toBe(true);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
+  it('a regular trigger that finds a move still in its coalescing window refits the move first (urgent), then the regular view', async () => {
+    const { events, options, expiries, target } = chain();
+    const { worker, events$, p, svi } = heldPipeline(events);
+    try {
+      await worker.land();
+      // a drift under the threshold opens the throttle window; the shift arrives 1 ms before it closes
+      for (const o of remark(options, expiries[1]!, 0.001, 2)) events$.next(o);
+      vi.advanceTimersByTime(THROTTLE_MS - 1);
+      for (const o of remark(options, target, 0.02, 3)) events$.next(o);
+      vi.advanceTimersByTime(1);
+      // the regular trigger fired first (the shift's coalescing window is still open): the shift goes first
+      expect(worker.views.length).toBe(2);
+      expect(worker.views[1]!.refitOnly).toEqual([target]);
+      await worker.land();
+      vi.advanceTimersByTime(URGENT_COALESCE_MS);
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+      expect(worker.views.length).toBe(3);
+      expect(worker.views[2]!.refitOnly).toBeUndefined();
+      expect(worker.views[2]!.changedExpiries).toEqual(expect.arrayContaining([expiries[1]!, target]));
+      await worker.land();
+      expect(worker.outcome).toEqual(['full', 'urgent', 'regular']);
+      expect(svi()!.sequence).toBe(3);
+      expect(p.isSettled()).toBe(true);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
+  it("the periodic safety net's full fit withdrawn for an urgent refit is asked again as a full fit (the net is not skipped)", async () => {
+    const { events, options, expiries, target } = chain();
+    const { worker, events$, p } = heldPipeline(events, 2 * THROTTLE_MS);
+    try {
+      await worker.land();
+      // past the safety net's period, a drift under the threshold: the regular view is the periodic full one
+      vi.advanceTimersByTime(2 * THROTTLE_MS);
+      for (const o of remark(options, expiries[1]!, 0.001, 2)) events$.next(o);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      expect(worker.views.length).toBe(2);
+      expect(worker.views[1]).toMatchObject({ full: true, periodic: true });
+      // the shift: the urgent refit withdraws it and goes first
+      for (const o of remark(options, target, 0.02, 3)) events$.next(o);
+      vi.advanceTimersByTime(URGENT_COALESCE_MS);
+      for (let i = 0; i < 5; i++) await Promise.resolve();
+      expect(worker.views[2]!.refitOnly).toEqual([target]);
+      await worker.land();
+      // then the safety net again, as a full fit of the latest state
+      expect(worker.views.length).toBe(4);
+      expect(worker.views[3]).toMatchObject({ full: true, periodic: true });
+      await worker.land();
+      expect(worker.outcome).toEqual(['full', 'withdrawn', 'urgent', 'full']);
       expect(p.isSettled()).toBe(true);
     } finally {
       p.subscription.unsubscribe();
