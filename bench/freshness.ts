@@ -34,9 +34,8 @@ import { performance } from 'node:perf_hooks';
 import { startDeribitSimulator, type DeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { deribitDateCode } from '../adapters/simulator/chains.js';
 import { WsProxy, freePort } from '../test/faults/wsProxy.js';
-import { QUICK, forkTs, median, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
+import { QUICK, forkBuilt, median, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
 
-const here = new URL('.', import.meta.url).pathname;
 const now = () => performance.timeOrigin + performance.now();
 
 interface Poll {
@@ -70,7 +69,7 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
     n++;
   };
   const notes: string[] = [];
-  const child = forkTs(join(here, 'serviceChild.ts'), {
+  const child = forkBuilt('bench/serviceChild.ts', {
     MARKET_SOURCE: 'simulated',
     SOURCES: 'DERIBIT,OKX,BYBIT',
     SIM_HISTORY_HOURS: '0',

@@ -1,10 +1,12 @@
 /**
  * Shared pieces of the benchmark suite (`npm run bench`, bench/run.ts): percentiles, the result
- * row shape, the table on stdout, child processes running TypeScript through tsx, and the RSS of
- * a process (Linux /proc).
+ * row shape, the table on stdout, child processes running TypeScript through tsx or the production build as
+ * `npm start` runs it, and the RSS of a process (Linux /proc).
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { cpus, loadavg } from 'node:os';
 
 /** BENCH_QUICK=1: short runs for a smoke check (figures are indicative only). */
@@ -73,6 +75,39 @@ export function table(rows: readonly BenchRow[]): string {
 export function machine(): Record<string, unknown> {
   const c = cpus();
   return { cpus: c.length, cpuModel: c[0]?.model ?? 'unknown', node: process.version, loadavg1m: loadavg()[0], platform: process.platform };
+}
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * The node flags of `npm start`: the words between `node` and `dist/src/main.js` in package.json's "start" script,
+ * so that the benchmarks run the service with the flags it runs with.
+ * @throws Error when the start script does not have that shape
+ */
+export function startNodeFlags(): string[] {
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
+  const m = /\bnode((?: --\S+)*) dist\/src\/main\.js\b/.exec(start);
+  if (!m) throw new Error(`package.json "start" does not run "node [flags] dist/src/main.js": ${start}`);
+  return m[1]!.trim().split(/\s+/).filter((w) => w !== '');
+}
+
+let built = false;
+
+/**
+ * Fork a module of the production build (`npm run build`: dist/, built once per benchmark run) with the node flags of
+ * `npm start` and an IPC channel: the service's children of the benchmarks run as the service does.
+ * @param modulePath the module's TypeScript source, relative to the repository root (e.g. `bench/serviceChild.ts`)
+ */
+export function forkBuilt(modulePath: string, env: Record<string, string> = {}): ChildProcess {
+  if (!built) {
+    execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
+    built = true;
+  }
+  return fork(join(root, 'dist', modulePath.replace(/\.ts$/, '.js')), [], {
+    execArgv: startNodeFlags(),
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
 }
 
 /** Fork a TypeScript module (through tsx) with an IPC channel. */

@@ -15,10 +15,8 @@
  * Limit: the RSS of the same Node process with the service's modules loaded and no market data
  * (BENCH_BASELINE=1), the floor of any run; ratio = floor / figure.
  */
-import { join } from 'node:path';
-import { QUICK, ask, forkTs, nextMessage, rssOf, sleep, stopChild, type BenchRow } from './lib.js';
+import { QUICK, ask, forkBuilt, nextMessage, rssOf, sleep, stopChild, type BenchRow } from './lib.js';
 
-const here = new URL('.', import.meta.url).pathname;
 const MB = 1024 * 1024;
 
 interface Stats {
@@ -33,7 +31,7 @@ interface Stats {
 const cpuUs = (c: NodeJS.CpuUsage | undefined): number => (c ? c.user + c.system : Number.NaN);
 
 async function baselineRss(): Promise<number> {
-  const child = forkTs(join(here, 'serviceChild.ts'), { BENCH_BASELINE: '1' });
+  const child = forkBuilt('bench/serviceChild.ts', { BENCH_BASELINE: '1' });
   try {
     await nextMessage(child, (m) => m?.type === 'ready', 120_000);
     await sleep(2_000);
@@ -49,7 +47,7 @@ export async function runMemory(): Promise<{ rows: BenchRow[]; notes: string[] }
   const rate = Number(process.env.BENCH_SIM_OPTION_RATE ?? 1);
   const notes: string[] = [];
   const floor = await baselineRss();
-  const child = forkTs(join(here, 'serviceChild.ts'), {
+  const child = forkBuilt('bench/serviceChild.ts', {
     MARKET_SOURCE: 'simulated',
     SIM_HISTORY_HOURS: '24',
     BENCH_SIM_OPTION_RATE: String(rate),

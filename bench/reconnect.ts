@@ -15,9 +15,8 @@
 import { join } from 'node:path';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { WsProxy, freePort } from '../test/faults/wsProxy.js';
-import { QUICK, forkTs, median, nextMessage, sleep, stopChild, type BenchRow } from './lib.js';
+import { QUICK, forkBuilt, median, nextMessage, sleep, stopChild, type BenchRow } from './lib.js';
 
-const here = new URL('.', import.meta.url).pathname;
 
 /** Run the reconnect benchmark; rows for the table. */
 export async function runReconnect(): Promise<{ rows: BenchRow[]; notes: string[] }> {
@@ -26,7 +25,7 @@ export async function runReconnect(): Promise<{ rows: BenchRow[]; notes: string[
   const sim = await startDeribitSimulator({ port: simPort, host: '127.0.0.1' });
   const proxy = await WsProxy.start(simPort);
   const notes: string[] = [];
-  const child = forkTs(join(here, 'serviceChild.ts'), {
+  const child = forkBuilt('bench/serviceChild.ts', {
     MARKET_SOURCE: 'simulated',
     SOURCES: 'DERIBIT,OKX,BYBIT',
     SIM_HISTORY_HOURS: '0',

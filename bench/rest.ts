@@ -2,19 +2,19 @@
  * Benchmark 3, REST over loopback with autocannon: vanilla with 1 and with 50 instruments, byStrike,
  * riskScenarios with 100 instruments, each beside a bare fastify route that takes the same request
  * body and answers a fixed JSON of the same size (bench/restChild.ts), all in one child process on
- * 127.0.0.1 while autocannon runs in this process (the machine's two cores: one each).
+ * 127.0.0.1 (the production build with the node flags of `npm start`, bench/lib.ts forkBuilt) while autocannon runs
+ * in this process (the machine's two cores: one each).
  *
  * Per route: requests/s, p50 and p99 latency at saturation (10 connections), ratio = route req/s /
  * bare req/s. Plus vanilla with 50 instruments at a fixed 1,000 requests/s (autocannon overallRate)
  * for the issue's latency target (p99 < 5 ms at 1,000 req/s).
  */
-import { join } from 'node:path';
 import autocannon from 'autocannon';
 type Result = Awaited<ReturnType<typeof autocannon>>;
-import { QUICK, forkTs, nextMessage, stopChild, type BenchRow } from './lib.js';
+import { QUICK, forkBuilt, nextMessage, stopChild, type BenchRow } from './lib.js';
+import { REAL_CHAIN_FILE } from '../test/helpers/realChainCache.js';
 import type { RestCase } from './restChild.js';
 
-const here = new URL('.', import.meta.url).pathname;
 
 async function cannon(url: string, body: string, opts: { duration: number; connections: number; overallRate?: number }): Promise<Result> {
   return autocannon({
@@ -32,7 +32,8 @@ async function cannon(url: string, body: string, opts: { duration: number; conne
 /** Run the REST benchmark; rows for the table (and notes for skipped routes). */
 export async function runRest(): Promise<{ rows: BenchRow[]; notes: string[] }> {
   const duration = QUICK ? 3 : 10;
-  const child = forkTs(join(here, 'restChild.ts'));
+  // the production build with the flags of `npm start`, as the service runs (the handlers without tsx's keepNames)
+  const child = forkBuilt('bench/restChild.ts', { BENCH_REAL_CHAIN_FILE: REAL_CHAIN_FILE });
   const notes: string[] = [];
   const rows: BenchRow[] = [];
   try {

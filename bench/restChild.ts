@@ -10,7 +10,7 @@
  */
 import Fastify from 'fastify';
 import { buildApp } from '../src/api/app.js';
-import { realChainCache } from '../test/helpers/realChainCache.js';
+import { REAL_CHAIN_FILE, realChainCache } from '../test/helpers/realChainCache.js';
 
 export interface RestCase {
   readonly name: string;
@@ -21,7 +21,8 @@ export interface RestCase {
 }
 
 async function main(): Promise<void> {
-  const market = realChainCache(undefined, 1e9);
+  // (the chain file from the parent: this module also runs from the build, dist/, where its own relative path differs)
+  const market = realChainCache(process.env.BENCH_REAL_CHAIN_FILE ?? REAL_CHAIN_FILE, 1e9);
   const exps = market.expiries;
   const fw = market.forwards;
   const pair = { baseCurrency: 'BTC', quoteCurrency: 'USD' };

@@ -2,8 +2,9 @@
 # Schemathesis (the OpenAPI property-based fuzzer) against the running service (issue 14 section 2).
 #
 # 1. installs Schemathesis $SCHEMATHESIS_VERSION from PyPI into a local venv under .cache/ (gitignored) once;
-# 2. starts the service on its simulated default (`npm start`'s entry point) on 127.0.0.1, on a free port,
-#    and waits for GET /ready (every configured pair calibrated);
+# 2. starts the service on its simulated default as `npm start` does (the production build in .cache/schemathesis-dist,
+#    scripts/build.mjs, run with the start script's node flags) on 127.0.0.1, on a free port, and waits for GET /ready
+#    (every configured pair calibrated);
 # 3. runs `schemathesis run` against its /openapi.json: the coverage and fuzzing phases, a fixed seed, a
 #    bounded number of examples per operation, and the checks in $CHECKS;
 # 4. stops the service and exits with Schemathesis's status (0 = no failure). The JSON run report is
@@ -39,7 +40,10 @@ fi
 PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
 BASE="http://127.0.0.1:$PORT"
 echo "== starting the service (simulated default) on $BASE"
-PORT=$PORT HOST=127.0.0.1 RATE_LIMIT_MAX=0 OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0 STALE_AFTER_S=600 LOG_LEVEL=warn node --import tsx src/main.ts >"$OUT/service.log" 2>&1 &
+node scripts/build.mjs .cache/schemathesis-dist >/dev/null
+# the node flags of `npm start` (package.json "start": ... node <flags> dist/src/main.js)
+read -r -a START_FLAGS <<<"$(node -p 'const s = require("./package.json").scripts.start; (/\bnode((?: --\S+)*) dist\/src\/main\.js\b/.exec(s) || ["", ""])[1].trim()')"
+PORT=$PORT HOST=127.0.0.1 RATE_LIMIT_MAX=0 OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0 STALE_AFTER_S=600 LOG_LEVEL=warn node "${START_FLAGS[@]}" .cache/schemathesis-dist/src/main.js >"$OUT/service.log" 2>&1 &
 SVC=$!
 cleanup() {
   kill -TERM "$SVC" 2>/dev/null || true

@@ -33,6 +33,7 @@ import { Worker } from 'node:worker_threads';
 import type { ChainFit, ChainFitOptions } from './calibrate.js';
 import { mayYield, type ChainView } from './chainState.js';
 import { encodeView } from './viewCodec.js';
+import { siblingModule } from '../src/domain/moduleFile.js';
 
 /**
  * The rejection of a fit withdrawn from the queue before a worker started it ({@link CalibrationPool.fit}'s signal),
@@ -224,7 +225,7 @@ export class CalibrationPool {
     this.slots = Array.from({ length: size }, (_, i) => {
       const yieldFlag = new SharedArrayBuffer(4);
       return {
-        channel: new WorkerChannel(new URL('./calibrationWorker.ts', import.meta.url), { fitOptions, yieldFlag }, `calibration-${i}`),
+        channel: new WorkerChannel(siblingModule('./calibrationWorker', import.meta.url), { fitOptions, yieldFlag }, `calibration-${i}`),
         queue: [],
         running: null,
         yieldFlag: new Int32Array(yieldFlag),

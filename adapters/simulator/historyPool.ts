@@ -6,6 +6,7 @@
 import type { ChainFit, ChainFitOptions } from '../../streams/calibrate.js';
 import { WorkerChannel } from '../../streams/calibrationPool.js';
 import type { HistorySpec } from './history.js';
+import { siblingModule } from '../../src/domain/moduleFile.js';
 
 /**
  * The worker of the simulated 24 h history (simulated mode only): prints the twin market's chains and fits
@@ -21,7 +22,7 @@ export class HistoryWorker {
    *   the next point respawns it and the twin market steps from its start again, in the worker
    */
   constructor(fitOptions: ChainFitOptions = {}, idleMs = 30_000) {
-    this.channel = new WorkerChannel(new URL('./historyWorker.ts', import.meta.url), { fitOptions }, 'history', idleMs);
+    this.channel = new WorkerChannel(siblingModule('./historyWorker', import.meta.url), { fitOptions }, 'history', idleMs);
   }
 
   /** Times the thread was stopped for idleness. */

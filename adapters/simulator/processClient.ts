@@ -6,6 +6,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Source } from '../../src/domain/markets.js';
+import { isTypeScript, siblingModule } from '../../src/domain/moduleFile.js';
 import type { PrerunSpec } from './prerun.js';
 import type { SimulatorEndpoints } from './exchanges.js';
 import type { DeribitSimulatorOptions } from './deribitServer.js';
@@ -74,9 +75,11 @@ function awaitMessage<T>(child: ChildProcess, type: string, timeoutMs: number): 
  * @throws Error (rejected promise) when the process fails to start them within 120 s
  */
 export async function startSimulatorProcess(opts: SimulatorProcessOptions): Promise<SimulatorProcess> {
-  const entry = new URL('./process.ts', import.meta.url);
-  // TypeScript through tsx's loader, resolved from this package (not from the working directory).
-  const child = fork(entry, [], { execArgv: ['--import', import.meta.resolve('tsx')], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
+  const entry = siblingModule('./process', import.meta.url);
+  // TypeScript sources through tsx's loader, resolved from this package (not from the working directory); the build's
+  // JavaScript as it is
+  const execArgv = isTypeScript(entry) ? ['--import', import.meta.resolve('tsx')] : [];
+  const child = fork(entry, [], { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'json' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   try {
     const ready = awaitMessage<{ endpoints: SimulatorEndpoints }>(child, 'ready', 120_000);
