@@ -7,6 +7,7 @@ import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startNodeFlags } from '../scripts/startFlags.mjs';
 import { cpus, loadavg } from 'node:os';
 
 /** BENCH_QUICK=1: short runs for a smoke check (figures are indicative only). */
@@ -79,17 +80,7 @@ export function machine(): Record<string, unknown> {
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/**
- * The node flags of `npm start`: the words between `node` and `dist/src/main.js` in package.json's "start" script,
- * so that the benchmarks run the service with the flags it runs with.
- * @throws Error when the start script does not have that shape
- */
-export function startNodeFlags(): string[] {
-  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts.start ?? '';
-  const m = /\bnode((?: --\S+)*) dist\/src\/main\.js\b/.exec(start);
-  if (!m) throw new Error(`package.json "start" does not run "node [flags] dist/src/main.js": ${start}`);
-  return m[1]!.trim().split(/\s+/).filter((w) => w !== '');
-}
+export { startNodeFlags };
 
 let built = false;
 

@@ -12,7 +12,7 @@
  * @returns `name.ts` when `base` is a `.ts` file, else `name.js`, resolved against `base`
  */
 export function siblingModule(name: string, base: string): URL {
-  return new URL(`${name}${new URL(base).pathname.endsWith('.ts') ? '.ts' : '.js'}`, base);
+  return new URL(`${name}${isTypeScript(new URL(base)) ? '.ts' : '.js'}`, base);
 }
 
 /** True when the module at `url` is TypeScript source, which needs the tsx loader to run. */

@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startNodeFlags } from '../../bench/lib.js';
+import { startNodeFlags } from '../../scripts/startFlags.mjs';
 import { simStartEnv } from '../helpers/simClock.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
