@@ -105,7 +105,7 @@ describe('exchange faults through the simulator and the service', () => {
     await servedMatchesMarks();
     const before = { unknownChannel: dropped('unknown-channel'), unknownMethod: dropped('unknown-method'), total: Object.values(svc.feeds[0]!.stats().dropped).reduce((a, b) => a + b, 0) };
     const unknown = [
-      { jsonrpc: '2.0', method: 'subscription', params: { channel: 'book.BTC-PERPETUAL.100ms', data: { bids: [], asks: [], timestamp: Date.now() } } },
+      { jsonrpc: '2.0', method: 'subscription', params: { channel: 'book.BTC-PERPETUAL.100ms', data: { bids: [], asks: [], timestamp: Math.round(svc.clock.now() * 1000) } } },
       { jsonrpc: '2.0', method: 'subscription', params: { channel: 'trades.option.BTC.100ms', data: [{ price: 1 }] } },
       { jsonrpc: '2.0', method: 'subscription', params: { channel: 'markprice.options.btc_usd', data: [{ iv: 9.99, mark_price: 1 }] } },
     ];

@@ -294,18 +294,20 @@ describe('feed faults', () => {
     const feed = svc.feeds[0]!;
     const before = feed.stats().reconnects;
     const known = (feed as DeribitFeed).instrumentNames().length;
-    let connectedAt = Infinity;
+    // the moment of reconnection on the SERVICE's clock (simulated), the clock the surface's observationTimestamp is on:
+    // the wall clock differs from it by however far the test's pinned simulated start is from today
+    let connectedAtS = Infinity;
     let reannounced = 0;
     const sub = feed.events$.subscribe((e) => {
-      if (e.kind === 'status' && e.state === 'connected') connectedAt = Date.now();
-      else if (e.kind === 'instrument' && Date.now() >= connectedAt) reannounced++;
+      if (e.kind === 'status' && e.state === 'connected') connectedAtS = svc.clock.now();
+      else if (e.kind === 'instrument' && svc.clock.now() >= connectedAtS) reannounced++;
     });
     try {
       const obsBefore = svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp;
       svc.simulator!.faults.dropAllConnections();
       await waitFor(() => feed.stats().reconnects > before && feed.stats().connected, 15_000, 'reconnect');
       await waitFor(
-        () => svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp > Math.max(obsBefore, connectedAt / 1000),
+        () => svc.cache.getSurface('DERIBIT', { base: 'BTC', quote: 'USD' }, 'SVI')!.observationTimestamp > Math.max(obsBefore, connectedAtS),
         15_000,
         'fresh surface after reconnect',
         10,

@@ -18,7 +18,7 @@ import { ensureKafka, REPO_ROOT } from '../setup/kafka.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 import type { RunningService } from '../../src/service.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
-import { systemClock } from '../../src/domain/clock.js';
+import { SimulatedClock } from '../../src/domain/clock.js';
 import { KafkaPublisher } from '../../src/kafka/publisher.js';
 import { topicNames } from '../../src/kafka/topics.js';
 import {
@@ -238,7 +238,8 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
 
     // A point only Kafka knows: 30 days old, older than the exchange's history the service fetches.
     const old = Math.floor(testNowS() / 3600) * 3600 - 30 * 86400;
-    const side = new MarketCache(systemClock, 30);
+    // on the test's simulated timeline, as the services (never the wall clock beside a simulated time)
+    const side = new MarketCache(new SimulatedClock(testNowS()), 30);
     const pub = new KafkaPublisher({ brokers, prefix, clientId: 'restart-test' }).start(side.updates$);
     side.addFunding(fundingPoint(old, 1.234e-5));
     expect(await pub.flush(30_000)).toBe(true);

@@ -122,8 +122,9 @@ describe.skipIf(!kafka)('sharded calibrators and API replicas (simulators + real
         for (const key of A_PAIRS) {
           const res = await http('GET', surfaceUrl(r.url, key));
           if (res.status === 200) {
-            // still fresh: then the surface is within STALE_AFTER_S of now
-            expect(Date.now() / 1000 - res.body.observationTimestamp).toBeLessThanOrEqual(STALE_AFTER_S + 1);
+            // still fresh: then the surface is within STALE_AFTER_S of now, on the replica's own (simulated) clock,
+            // the one its observationTimestamp is on (never the wall clock: the tests' simulated start is pinned)
+            expect(r.clock.now() - res.body.observationTimestamp).toBeLessThanOrEqual(STALE_AFTER_S + 1);
             continue;
           }
           expect(res.status).toBe(503);
