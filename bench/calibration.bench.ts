@@ -30,9 +30,13 @@ function realChain(): ChainView {
   return st.view();
 }
 
+/** When the simulated chain is printed: Friday 2026-11-27 12:00 UTC (Unix ms), a day with every expiry kind listed. */
+const SIM_CHAIN_TIME_MS = Date.UTC(2026, 10, 27, 12, 0, 0);
+
 function simulatedChain(): ChainView {
-  // the simulator's BTC chain as printed now by the twin of a 24 h pre-run market (streams/simulatedHistory.ts)
-  const now = Date.now();
+  // the simulator's BTC chain as printed by the twin of a 24 h pre-run market (streams/simulatedHistory.ts) at a
+  // fixed time, so that the listed expiries, and with them the figures, do not depend on the day the bench runs
+  const now = SIM_CHAIN_TIME_MS;
   const h = prepareSimulatedHistory({ seed: 42, hours: 24, clock: () => now });
   const steps = Math.round((now - h.startMs) / 1000 / h.spec.stepS);
   return new TwinMarketPrinter(h.spec).viewsAt(steps).find((v) => v.pair.base === 'BTC')!;
