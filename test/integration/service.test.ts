@@ -38,6 +38,10 @@ beforeAll(async () => {
   );
   B = svc.url;
   await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 30_000, '/ready 200');
+  // /ready needs one calibrated surface per pair, and the first one may be fitted before the feed's later
+  // subscription batches (200 channels each, paced) have brought every expiry's quotes: on a loaded machine BTC's
+  // first surface listed 4 expiries. The tests below read the whole listing, so wait for it.
+  await waitFor(async () => (await listed('BTC', 'USD')).expiries.length >= 8 && (await listed('ETH', 'USD')).expiries.length >= 8, 30_000, 'BTC and ETH surfaces over their whole listing');
 });
 
 afterAll(async () => {
