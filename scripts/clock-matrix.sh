@@ -60,7 +60,13 @@ done
 if command -v faketime >/dev/null; then
   for w in "${WALLS[@]}"; do
     iso=${w#*=}
-    run "${w%%=*}" env FAKE_WALL_CLOCK="$iso" faketime "${iso/T/ }" npx vitest run "${SUITES[@]}"
+    # libfaketime as the faketime wrapper sets it (a relative offset in seconds, the same in every process), but the
+    # offset is computed from the REAL clock (date without the preload), so that a row still fakes the time it
+    # names when this script itself runs under faketime (a whole .ci/run with the wall clock faked)
+    offset=$(($(date -u -d "$iso" +%s) - $(env -u LD_PRELOAD date -u +%s)))
+    [ "$offset" -lt 0 ] && offset="-$((-offset))" || offset="+$offset"
+    run "${w%%=*}" env -u FAKETIME_SHARED FAKE_WALL_CLOCK="$iso" LD_PRELOAD='/usr/$LIB/faketime/libfaketime.so.1' FAKETIME="$offset" \
+      npx vitest run "${SUITES[@]}"
   done
 else
   echo "clock matrix: faketime is missing (Debian package faketime; .ci/run installs it): wall-clock rows not run"
