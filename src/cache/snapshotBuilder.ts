@@ -6,42 +6,11 @@
 import { ForwardCurve } from '../quant/forwardCurve.js';
 import type { Pair, Source } from '../domain/markets.js';
 import { buildModelSurface } from './modelSurface.js';
-import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, SmileQuote, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
+import type { ChainFit, ExpirySlice, ForwardPoint, ModelFit, SmileQuote } from '../domain/chainFit.js';
+import type { ForwardCurveSnapshot, SurfaceSnapshot } from './snapshot.js';
 
-/** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
-export interface ModelFit {
-  readonly model: VolatilityModel;
-  /** Served slices sorted by T ascending (may be empty). */
-  readonly slices: readonly ExpirySlice[];
-  /** Expiries this model could not serve, and why. */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of this model's fits and checks. */
-  readonly calibrationMs: number;
-  /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
-  readonly arbitrage?: SurfaceArbitrage;
-}
-
-/**
- * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
- * sends back and what {@link buildSnapshots} turns into immutable cache snapshots (one per model).
- */
-export interface ChainFit {
-  readonly source: Source;
-  readonly pair: Pair;
-  readonly observationTimestamp: number;
-  /** Null when the chain has no spot yet (then nothing is built). */
-  readonly spot: number | null;
-  /** Listed forward points, sorted by T. */
-  readonly points: readonly ForwardPoint[];
-  /** One entry per model fitted (all three from fitChain; one when rebuilt from a Kafka document). */
-  readonly models: readonly ModelFit[];
-  /** Expiries skipped by every model and why (too close to expiry, no usable quote). */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of the whole fit. */
-  readonly calibrationMs: number;
-  /** Version of the chain state the fit was made from (streams/chainState.ts ChainView.version). */
-  readonly version: number;
-}
+// A chain fit's shapes live in src/domain (src/quant/chain/chainFit.ts makes them); re-exported for the cache's readers.
+export type { ChainFit, ModelFit } from '../domain/chainFit.js';
 
 /** Outcome of one chain calibration, as the cache takes it. */
 export interface CalibrationResult {

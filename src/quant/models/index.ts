@@ -10,7 +10,7 @@ import { vannaVolgaModel } from './vannaVolga.js';
 
 export type { FitContext, ModelName, SliceFit, SliceFitOptions, SliceInput, SliceQuote, SmileModel } from './types.js';
 
-/** Every served model by name. */
+/** Every served model by name (src/domain/volatilityModels.ts VOLATILITY_MODELS: a listed name without a module does not compile). */
 export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<any> } = {
   SVI: sviModel,
   SABR: sabrModel,

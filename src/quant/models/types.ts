@@ -8,9 +8,10 @@
  *
  * Units: k = ln(K/F) against the expiry's forward F; T in years ACT/365; w(k) = sigma(k)^2 T.
  */
+import type { VolatilityModel } from '../../domain/volatilityModels.js';
 
-/** The served models, as the API names them (`volatilityModel`). */
-export type ModelName = 'SVI' | 'SABR' | 'VANNA_VOLGA';
+/** The served models, as the API names them (`volatilityModel`): the one list of src/domain/volatilityModels.ts. */
+export type ModelName = VolatilityModel;
 
 /** One out-of-the-money quote of an expiry as the fits see it; IVs as fractions, k = ln(K/F). */
 export interface SliceQuote {
