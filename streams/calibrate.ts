@@ -38,7 +38,7 @@
  *   rejected: the last good slice of that expiry stays (carried to the new observation, carryForwardParams),
  *   or the expiry is left out when there is none;
  * - calendar: total variance non-decreasing in T at fixed k, checked on {@link CALENDAR_GRID}; a slice below
- *   the earlier served one is served as the envelope max(w_i, W_{i-1}) (src/cache/modelSurface.ts), and the
+ *   the earlier served one is served as the envelope max(w_i, W_{i-1}) (src/quant/chain/modelSurface.ts), and the
  *   served surface is verified with VolSurface.calendarArbitrageFree.
  */
 import { performance } from 'node:perf_hooks';
@@ -61,7 +61,7 @@ import {
   carryForwardParams,
   rawCalendarCheck,
   sliceTotalVariance,
-} from '../src/cache/modelSurface.js';
+} from '../src/quant/chain/modelSurface.js';
 import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions } from '../src/quant/models/index.js';
 import { deltaStrike } from '../src/quant/smileFigures.js';
 import { normCdf } from '../src/quant/normal.js';

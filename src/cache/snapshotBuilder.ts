@@ -5,7 +5,7 @@
  */
 import { ForwardCurve } from '../quant/forwardCurve.js';
 import type { Pair, Source } from '../domain/markets.js';
-import { buildModelSurface } from './modelSurface.js';
+import { buildModelSurface } from '../quant/chain/modelSurface.js';
 import type { ChainFit, ExpirySlice, ForwardPoint, ModelFit, SmileQuote } from '../domain/chainFit.js';
 import type { ForwardCurveSnapshot, SurfaceSnapshot } from './snapshot.js';
 

@@ -24,7 +24,7 @@ import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { simulatorChainView } from '../../bench/calibration.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { ChainFitter, fitChain, type ChainFit } from '../../streams/calibrate.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { replayChainView } from './chainQuality.js';

@@ -11,7 +11,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { fitChain } from '../../streams/calibrate.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { normCdf } from '../../src/quant/normal.js';
 import { VOLATILITY_MODELS } from '../../src/cache/snapshot.js';
 import { replayChainView } from './chainQuality.js';

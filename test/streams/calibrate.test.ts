@@ -16,13 +16,13 @@
  *   10-delta strikes [measured 0.12, SABR 2026-05-26 18:30Z 0.33 y expiry at its 10-delta edge], where a jump
  *   between minima moves them by vol points.
  */
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { buildSnapshots, ChainFitter, FitMemory, fitChain, fitExpiry, fitModel, type EligibleGroup, type ExpiryFitter } from '../../streams/calibrate.js';
-import { sliceTotalVariance } from '../../src/cache/modelSurface.js';
+import { sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
 import { VOLATILITY_MODELS } from '../../src/cache/snapshot.js';
 import { deltaStrikes } from '../../src/quant/smileFigures.js';
 import { summarizeParts, summarizeSurface } from '../../src/cache/history.js';

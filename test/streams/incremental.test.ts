@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import type { OptionQuote } from '../../src/domain/events.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { buildSnapshots, ChainFitter, FitMemory, fitChain, REUSE_MAX_T_CHANGE, type ChainFit } from '../../streams/calibrate.js';
 

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { Subject } from 'rxjs';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { MarketClock } from '../../src/domain/clock.js';
 import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../src/domain/events.js';

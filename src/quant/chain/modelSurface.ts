@@ -1,6 +1,7 @@
 /**
- * (The models themselves, typed parameters, served smiles, wing and carry-forward rules, live in src/quant/models;
- * this module builds the served VolSurface from stored slices and applies the calendar envelope.)
+ * (The models themselves, typed parameters, parameter names, served smiles, wing and carry-forward rules, live in
+ * src/quant/models; this module builds the served VolSurface from stored slices and applies the calendar envelope.
+ * The chain fit (chainFit.ts), the cache's snapshot builder and a Kafka replica build their surfaces here.)
  *
  * The bridge between a model's per-expiry parameters (`ExpirySlice.params`, numbers only, as stored in
  * snapshots and Kafka documents) and the VolSurface the API reads: one total-variance function w(k) per
@@ -31,16 +32,9 @@
  * Between and beyond the listed expiries the VolSurface rules apply (src/quant/surface.ts): total variance
  * linear in T at fixed k between expiries; constant implied vol at fixed k before the first and after the last.
  */
-import { VolSurface, defaultCalendarGrid } from '../quant/surface.js';
-import { MODEL_REGISTRY, modelOf } from '../quant/models/index.js';
-import type { VolatilityModel } from './snapshot.js';
-
-/** The parameter names of each model, in the order they are stored. */
-export const MODEL_PARAMETERS: Readonly<Record<VolatilityModel, readonly string[]>> = {
-  SVI: MODEL_REGISTRY.SVI.parameterNames,
-  SABR: MODEL_REGISTRY.SABR.parameterNames,
-  VANNA_VOLGA: MODEL_REGISTRY.VANNA_VOLGA.parameterNames,
-};
+import type { VolatilityModel } from '../../domain/volatilityModels.js';
+import { VolSurface, defaultCalendarGrid } from '../surface.js';
+import { modelOf } from '../models/index.js';
 
 /** The calendar check grid: {@link defaultCalendarGrid}, 241 points of k = ln(K/F) in [-3, 3]. */
 export const CALENDAR_GRID: readonly number[] = Object.freeze(defaultCalendarGrid());
@@ -58,9 +52,6 @@ export interface ModelSliceInput {
   /** Diagnostics; only `calendarRepaired` is read (envelope on/off). */
   readonly fit?: { readonly calendarRepaired?: boolean };
 }
-
-// The SABR wing rule lives with the model (src/quant/models/sabr.ts); re-exported for existing callers.
-export { MAX_WING_SLOPE, SABR_CORE_STD, sabrWingJunctions } from '../quant/models/sabr.js';
 
 /**
  * Total implied variance w(k) of one slice of `model`, k = ln(K/F) against the slice's forward: the model's served
