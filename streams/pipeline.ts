@@ -33,7 +33,9 @@ import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, Opt
 import { pairKey } from '../src/domain/markets.js';
 import type { MarketCache } from '../src/cache/marketCache.js';
 import { ChainState } from './chainState.js';
-import { buildSnapshots, ChainFitter, type ChainFit, type CalibrationResult } from './calibrate.js';
+import { buildSnapshots, type CalibrationResult } from '../src/cache/snapshotBuilder.js';
+import { ChainFitter } from '../src/quant/chain/chainFitter.js';
+import type { ChainFit } from '../src/domain/chainFit.js';
 import type { ChainView } from './chainState.js';
 import { latestWins } from './operators.js';
 import { FitWithdrawnError } from './calibrationPool.js';

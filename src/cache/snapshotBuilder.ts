@@ -7,6 +7,8 @@ import { ForwardCurve } from '../quant/forwardCurve.js';
 import type { Pair, Source } from '../domain/markets.js';
 import { buildModelSurface } from '../quant/chain/modelSurface.js';
 import type { ChainFit, ExpirySlice, ForwardPoint, ModelFit, SmileQuote } from '../domain/chainFit.js';
+import type { ChainView } from '../domain/chainView.js';
+import { fitChain, type ChainFitOptions } from '../quant/chain/chainFit.js';
 import type { ForwardCurveSnapshot, SurfaceSnapshot } from './snapshot.js';
 
 // A chain fit's shapes live in src/domain (src/quant/chain/chainFit.ts makes them); re-exported for the cache's readers.
@@ -105,7 +107,7 @@ export function buildSurfaceSnapshot(
 /**
  * Immutable cache snapshots from a fit: per model a surface snapshot ({@link buildSurfaceSnapshot}) and the forward
  * curve shared by every model's snapshot ({@link buildForwardCurveSnapshot}); cheap, no fitting.
- * @param fit a {@link ChainFit} (from streams/calibrate.ts fitChain or a calibration worker)
+ * @param fit a {@link ChainFit} (from src/quant/chain/chainFit.ts fitChain, in a calibration worker)
  * @param sequence the snapshot sequence number to stamp (per (source, pair): every model of one
  *   recalibration carries the same number)
  * @param previous the previous result of the same (source, pair), optional: slices whose quotes are unchanged share
@@ -123,4 +125,13 @@ export function buildSnapshots(fit: ChainFit, sequence: number, previous?: Calib
     .map((mf) => buildSurfaceSnapshot(forwardCurve, mf, [...fit.skipped, ...mf.skipped], previous?.surfaces.find((s) => s.model === mf.model)));
   const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
   return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+}
+
+/**
+ * Fit and build in one step, on the calling thread (stateless: a fresh FitMemory, src/quant/chain/chainFit.ts
+ * fitChain): the snapshots of `view` stamped with `sequence` (tests, benchmarks, the real-chain helpers; the service
+ * fits in its calibration workers).
+ */
+export function calibrateChain(view: ChainView, sequence: number, options: ChainFitOptions = {}): CalibrationResult {
+  return buildSnapshots(fitChain(view, options), sequence);
 }

@@ -4,7 +4,7 @@
  *
  * The service side is what GET /api/v1/global/data/surface serves: the replay file is normalized by the real
  * Deribit normalizer into a chain view (adapters/deribit/normalize.ts, streams/chainState.ts), fitted by
- * streams/calibrate.ts fitChain (every model, arbitrage repair, calendar envelope), and the served IV at each
+ * src/quant/chain/chainFit.ts fitChain (every model, arbitrage repair, calendar envelope), and the served IV at each
  * OTM quote is read from the model's served VolSurface (src/quant/chain/modelSurface.ts buildModelSurface). The
  * reference side fits the same slice quotes (k, mark IV) of the same expiry.
  *
@@ -21,7 +21,8 @@ import type { ExpirySlice, VolatilityModel } from '../../src/cache/snapshot.js';
 import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { fitChain } from '../../src/quant/chain/chainFit.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
 import { hagan2002, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -25,7 +25,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { simulatorChainView } from '../../bench/calibration.js';
 import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
-import { ChainFitter, fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
+import { fitChain } from '../../src/quant/chain/chainFit.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { replayChainView } from './chainQuality.js';
 
