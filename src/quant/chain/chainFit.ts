@@ -166,7 +166,7 @@ export function fitModel(
  * the attempt is an earlier fit carried to this observation (no fit ran), fitted at that time.
  */
 function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null {
-  const { model, smile, obs, counts, lastGood, reference, st, skipped } = mp;
+  const { smile, obs, counts, lastGood, reference, st, skipped } = mp;
   const ts = performance.now();
   let attempt: SliceFit | null = null;
   let failure: string | null = null;
@@ -219,7 +219,7 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow:
     return null;
   }
   counts.keptPrevious++;
-  const params = carryForwardParams(model, prev.slice.params, prev.slice.T, g.T, prev.slice.forward, g.forward);
+  const params = carryForwardParams(smile, prev.slice.params, prev.slice.T, g.T, prev.slice.forward, g.forward);
   reference.set(g.expirationTimestamp, null);
   return {
     ...base,
@@ -259,7 +259,7 @@ function fullPass(mp: ModelPass): void {
     if (prev && (unchanged || deferred)) {
       if (unchanged) pass.reused++;
       else pass.deferred++;
-      const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
+      const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(smile, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(mp, g, () => carried, null, prev.fittedAt);
       if (slice && slice.fit.status !== 'kept-previous') identity.set(g.expirationTimestamp, String(prev.id));
     } else {
@@ -268,7 +268,7 @@ function fullPass(mp: ModelPass): void {
       memory.chainRefits++;
       pass.refitted++;
       if (prev) pass.warm++;
-      const stFit: FitContext = prev ? { ...st, previous: carryForwardParams(model, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
+      const stFit: FitContext = prev ? { ...st, previous: carryForwardParams(smile, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
       const id = memory.nextFitId++;
       slice = settle(
         mp,
@@ -292,12 +292,12 @@ function fullPass(mp: ModelPass): void {
  * {@link SHAPE_SOURCE_MIN_T}; without a neighbour the model's own sparse mode. Adds to `mp.byExpiry`.
  */
 function sparsePass(mp: ModelPass): void {
-  const { model, groups, options, fit, st, byExpiry } = mp;
+  const { model, smile, groups, options, fit, st, byExpiry } = mp;
   // Pass 2: sparse expiries, shaped by their served neighbours (never by an expiry of less than 2 days).
   const sources = [...byExpiry.values()]
     .filter((s) => s.fit.status !== 'kept-previous' && s.T >= SHAPE_SOURCE_MIN_T)
     .sort((a, b) => a.T - b.T)
-    .map((s) => ({ T: s.T, w: sliceTotalVariance(model, s) }));
+    .map((s) => ({ T: s.T, w: sliceTotalVariance(smile, s) }));
   for (const g of groups) {
     if (g.quotes.length > SPARSE_MAX_QUOTES) continue;
     const lo = [...sources].reverse().find((x) => x.T < g.T) ?? null;
@@ -347,13 +347,13 @@ function ceilingPass(mp: ModelPass, slices: DraftSlice[]): void {
  * records the repair (or its failure) in the memory's wing repairs.
  */
 function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
-  const { model, groups, obs, memory, options, fit, counts, lastGood, wingRepairs, st, identity, pass } = mp;
+  const { model, smile, groups, obs, memory, options, fit, counts, lastGood, wingRepairs, st, identity, pass } = mp;
   const s = slices[i]!;
   const next = slices[i + 1]!;
   if (s.fit.status === 'kept-previous' || s.fit.status === 'sparse') return;
   const g = groups.find((x) => x.expirationTimestamp === s.expirationTimestamp)!;
-  const wNext = sliceTotalVariance(model, next);
-  const wOwn = sliceTotalVariance(model, s);
+  const wNext = sliceTotalVariance(smile, next);
+  const wOwn = sliceTotalVariance(smile, s);
   const { grid, yields } = ceilingGrid(s, next);
   // the identity of this slice as the next one of the slice before it: kept while it is served unrepaired
   const ownId = identity.get(s.expirationTimestamp);
@@ -373,8 +373,8 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
       pass.ceilingReused++;
       return;
     }
-    const params = carryForwardParams(model, memo.params, memo.T, s.T, memo.forward, s.forward);
-    const wCarried = sliceTotalVariance(model, { T: s.T, forward: s.forward, params });
+    const params = carryForwardParams(smile, memo.params, memo.T, s.T, memo.forward, s.forward);
+    const wCarried = sliceTotalVariance(smile, { T: s.T, forward: s.forward, params });
     if (!grid.some((k) => wCarried(k) > wNext(k) * (1 + 1e-9))) {
       repair = { ...memo, params, T: s.T, forward: s.forward };
       pass.ceilingReused++;
@@ -389,7 +389,7 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
     } catch {
       refit = null;
     }
-    const wRefit = refit && refit.butterflyFree ? sliceTotalVariance(model, { T: s.T, forward: s.forward, params: refit.params }) : null;
+    const wRefit = refit && refit.butterflyFree ? sliceTotalVariance(smile, { T: s.T, forward: s.forward, params: refit.params }) : null;
     if (!refit || wRefit === null || grid.some((k) => wRefit(k) > wNext(k) * (1 + 1e-9))) {
       if (key !== null) wingRepairs.set(s.expirationTimestamp, { key, failed: true });
       return;
@@ -445,11 +445,11 @@ function ceilingGrid(s: DraftSlice, next: DraftSlice): { grid: number[]; yields:
  * when there is no slice.
  */
 function calendarPass(mp: ModelPass, slices: readonly DraftSlice[]): { calendarFreeRaw: boolean; calendarFree: boolean; served: VolSurface | null } {
-  const { model, counts } = mp;
+  const { smile, counts } = mp;
   let calendarFreeRaw = true;
   let calendarFree = true;
   if (slices.length > 0) {
-    const fns = slices.map((s) => sliceTotalVariance(model, s));
+    const fns = slices.map((s) => sliceTotalVariance(smile, s));
     const raw = rawCalendarCheck(fns, CALENDAR_GRID);
     raw.forEach((r, i) => {
       const s = slices[i]!;
@@ -461,7 +461,7 @@ function calendarPass(mp: ModelPass, slices: readonly DraftSlice[]): { calendarF
         counts.calendarRepaired++;
       }
     });
-    const served = buildModelSurface(model, slices);
+    const served = buildModelSurface(smile, slices);
     calendarFree = served.calendarArbitrageFree(CALENDAR_GRID).arbitrageFree;
     return { calendarFreeRaw, calendarFree, served };
   }
