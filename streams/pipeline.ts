@@ -44,6 +44,7 @@ import type { Logger } from '../src/domain/logger.js';
 /** What the pipeline needs of a logger. */
 export type PipelineLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
 
+/** Options of {@link startPipelines}. */
 export interface PipelineOptions {
   readonly cache: MarketCache;
   /** Service clock (wall clock, or the replay clock). */
@@ -266,6 +267,7 @@ class PairScheduler {
     this.regularKick$.next();
   }
 
+  /** An urgent move waits (it arrived while a full fit was due or in flight): trigger its refit now. */
   private kickIfUrgent(): void {
     if (this.state!.hasUrgent(this.fittedVersion)) this.kick$.next();
   }

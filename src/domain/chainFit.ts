@@ -166,8 +166,8 @@ export interface ModelFit {
 }
 
 /**
- * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
- * sends back and what src/cache/snapshotBuilder.ts buildSnapshots turns into immutable cache snapshots (one per model).
+ * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker sends back and what
+ * src/cache/snapshotBuilder.ts buildSnapshots turns into immutable cache snapshots (one per model).
  */
 export interface ChainFit {
   readonly source: Source;

@@ -47,6 +47,7 @@ export type WingRepair =
       readonly warnings: readonly string[];
     };
 
+/** Counts of a model never fitted. */
 function zeroCounts(): MutableCounts {
   return { fits: 0, constrainedRefits: 0, calendarRepaired: 0, rejected: 0, keptPrevious: 0, dropped: 0 };
 }
