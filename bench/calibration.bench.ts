@@ -1,5 +1,5 @@
 /**
- * Benchmark: the three-model chain calibration (streams/calibrate.ts fitChain) per surface, on
+ * Benchmark: the three-model chain calibration (src/quant/chain/chainFit.ts fitChain) per surface, on
  * - the real recorded Deribit BTC chain of 2026-05-26 19:27Z (878 options, 11 expiries; data/replay), and
  * - the simulated Deribit BTC chain (seed 42, printed by the simulator's own ticker builder, 24 h pre-run:
  *   streams/simulatedHistory.ts), as the service calibrates them.
@@ -14,7 +14,8 @@ import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { normalizeDeribit } from '../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../streams/chainState.js';
-import { fitChain, type ChainFit } from '../streams/calibrate.js';
+import { fitChain } from '../src/quant/chain/chainFit.js';
+import type { ChainFit } from '../src/domain/chainFit.js';
 import { prepareSimulatedHistory, TwinMarketPrinter } from '../adapters/simulator/history.js';
 
 const runs = Number(process.argv[2] ?? 5);

@@ -5,7 +5,7 @@
  * Chains: the REAL 878-option BTC chain of 2026-05-26 19:27 UTC (data/replay, 11 expiries), and the
  * simulator's BTC chain (adapters/simulator: every listed BTC option, future and the index, built by
  * the simulator's own Deribit message builders and normalized by the real normalizer). Each run is
- * streams/calibrate.ts fitChain on the chain view with a fresh fit memory (no earlier slice to keep),
+ * src/quant/chain/chainFit.ts fitChain on the chain view with a fresh fit memory (no earlier slice to keep),
  * which fits every model per expiry, with its arbitrage checks and calendar envelope; the figure per
  * model is that model's own measured time (ModelFit.calibrationMs).
  * Limit: one evaluation of the fitted model's implied vol at every quote of the chain (the surface
@@ -21,7 +21,10 @@ import { Market } from '../adapters/simulator/market.js';
 import { Rng } from '../adapters/simulator/rng.js';
 import type { FutureQuote, IndexPrice, OptionQuote } from '../src/domain/events.js';
 import { ChainState, type ChainView } from '../streams/chainState.js';
-import { buildSnapshots, ChainFitter, fitChain, fitExpiry, groupByExpiry } from '../streams/calibrate.js';
+import { buildSnapshots } from '../src/cache/snapshotBuilder.js';
+import { ChainFitter } from '../src/quant/chain/chainFitter.js';
+import { fitChain, fitExpiry } from '../src/quant/chain/chainFit.js';
+import { groupByExpiry } from '../src/quant/chain/expiryGroups.js';
 import type { FitContext } from '../src/quant/models/index.js';
 import { QUICK, median, quantile, timeRuns, type BenchRow } from './lib.js';
 
@@ -112,7 +115,7 @@ function measure(chain: string, view: ChainView, runs: number): ChainResult {
 
 /**
  * One changed SVI slice refitted alone, warm (issue 12 item 1: "one changed SVI slice refitted warm: p50 < 0.5 ms"):
- * the middle expiry of the real chain, every mark moved by +-0.01 vol pt (a tick), fitted by streams/calibrate.ts
+ * the middle expiry of the real chain, every mark moved by +-0.01 vol pt (a tick), fitted by src/quant/chain/chainFit.ts
  * fitExpiry with the state an incremental chain fit gives it: the shorter neighbour's fit as prior and the slice's
  * own previous fit as warm start (`previous`: the outer search starts from it alone). This is the per-slice cost of
  * the incremental path.

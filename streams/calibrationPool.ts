@@ -30,7 +30,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { ChainFit, ChainFitOptions } from './calibrate.js';
+import type { ChainFit } from '../src/domain/chainFit.js';
+import type { ChainFitOptions } from '../src/quant/chain/chainFit.js';
 import { mayYield, type ChainView } from './chainState.js';
 import { encodeView } from './viewCodec.js';
 import { siblingModule } from '../src/domain/moduleFile.js';
@@ -287,7 +288,7 @@ export class CalibrationPool {
   /**
    * Preemption: a fit that must not wait (urgent partial, or full after a start, reconnect or roll-off) queued while the
    * worker runs a regular incremental (or periodic full) fit asks that fit to yield at its next slice boundary (the worker reads the slot's
-   * yieldFlag; streams/calibrate.ts fitChain `shouldYield`). The wait of an urgent fit is then one slice fit, not a
+   * yieldFlag; src/quant/chain/chainFit.ts fitChain `shouldYield`). The wait of an urgent fit is then one slice fit, not a
    * whole pass of another pair (30 to 45 ms for a BTC chain with three models).
    */
   private askToYield(slot: Slot, job: Queued): void {

@@ -1,6 +1,6 @@
 /**
  * Calibration worker thread (one of the pool's, streams/calibrationPool.ts): receives chain views, answers
- * {@link ChainFit}s (SVI, SABR and Vanna-Volga per expiry, streams/calibrate.ts), so that fitting never blocks the
+ * {@link ChainFit}s (SVI, SABR and Vanna-Volga per expiry, src/quant/chain/chainFit.ts), so that fitting never blocks the
  * thread serving REST. Messages: `{ id, view, namespace? }` (the view's option quotes in columns, streams/viewCodec.ts)
  * -> `{ id, result: ChainFit }`, `{ id, withdrawn: true }`
  * when a regular incremental (or periodic full) fit yielded to an urgent one, or `{ id, error }` on failure. `workerData.fitOptions` holds
@@ -13,7 +13,9 @@
  * adapters/simulator/historyWorker.ts).
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ChainFitter, FitYielded, type ChainFitOptions } from './calibrate.js';
+import { ChainFitter } from '../src/quant/chain/chainFitter.js';
+import { FitYielded } from '../src/quant/chain/fitMemory.js';
+import type { ChainFitOptions } from '../src/quant/chain/chainFit.js';
 import { decodeView, type EncodedView } from './viewCodec.js';
 
 const data = (workerData ?? {}) as { fitOptions?: ChainFitOptions; yieldFlag?: SharedArrayBuffer };

@@ -8,7 +8,7 @@
  *               ─┬─ auditTime(throttleMs) ──────────────> 'regular' ─┬─ latestWins(view, fit: worker) ─ buildSnapshots ─> cache
  *                └─ an expiry's smile moved >= urgentVolPts ─> 'urgent' ┘     (a surface per model, forward curve)
  * ```
- * Per (source, pair): at most one calibration in flight and the latest state wins
+ * Per (source, pair), one {@link PairScheduler}: at most one calibration in flight and the latest state wins
  * ({@link latestWins}; the view is taken when its fit starts); `auditTime` bounds the rate of regular
  * recalibrations. Source: docs/architecture.md.
  *
@@ -33,7 +33,9 @@ import type { FeedStatus, FundingRate, FutureQuote, IndexPrice, MarketEvent, Opt
 import { pairKey } from '../src/domain/markets.js';
 import type { MarketCache } from '../src/cache/marketCache.js';
 import { ChainState } from './chainState.js';
-import { buildSnapshots, ChainFitter, type ChainFit, type CalibrationResult } from './calibrate.js';
+import { buildSnapshots, type CalibrationResult } from '../src/cache/snapshotBuilder.js';
+import { ChainFitter } from '../src/quant/chain/chainFitter.js';
+import type { ChainFit } from '../src/domain/chainFit.js';
 import type { ChainView } from './chainState.js';
 import { latestWins } from './operators.js';
 import { FitWithdrawnError } from './calibrationPool.js';
@@ -42,6 +44,7 @@ import type { Logger } from '../src/domain/logger.js';
 /** What the pipeline needs of a logger. */
 export type PipelineLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
 
+/** Options of {@link startPipelines}. */
 export interface PipelineOptions {
   readonly cache: MarketCache;
   /** Service clock (wall clock, or the replay clock). */
@@ -95,6 +98,181 @@ const mergeTriggers = (a: Trigger, b: Trigger): Trigger => (a === b ? a : 'both'
 
 type ChainEvent = OptionQuote | FutureQuote | IndexPrice;
 
+/**
+ * What every pair's {@link PairScheduler} shares with the pipeline: its options, the fit, the chain states and the
+ * calibrated versions (read by isSettled), the "full fit for every pair" signal (refitAllFull).
+ */
+interface SchedulerShared {
+  readonly opts: PipelineOptions;
+  readonly fit: (view: ChainView, signal?: AbortSignal) => ChainFit | Promise<ChainFit>;
+  /** Per (source, pair) key: the chain state (created by the pair's first event). */
+  readonly states: Map<string, ChainState>;
+  /** Per key: the version of the last regular (not partial) run, succeeded or failed. */
+  readonly calibratedVersion: Map<string, number>;
+  readonly fullAll$: Subject<void>;
+}
+
+/**
+ * The recalibration scheduler of one (source, pair) (module docstring): applies the pair's events to its ChainState,
+ * turns them into 'regular' (throttled) and 'urgent' (coalesced) triggers, runs at most one fit at a time with the
+ * latest state ({@link latestWins}), lets an urgent partial refit go before a regular one waiting for (or running in) a
+ * worker, and builds the snapshots of each fit. One per pair, for the pipeline's lifetime.
+ */
+class PairScheduler {
+  private state: ChainState | null = null;
+  /** Sequence number of the last published result. */
+  private sequence = 0;
+  /** The last published result: unchanged slices share its frozen quote lists. */
+  private lastResult: CalibrationResult | undefined = undefined;
+  /** Version of the last SUCCESSFUL fit: what the next view's changed expiries are relative to. */
+  private fittedVersion = 0;
+  /** performance.now() when the last full view was taken (-Infinity: never, or a periodic full fit was withdrawn). */
+  private lastFullAt = -Infinity;
+  /** Emits after a run when urgent moves wait (they arrived while a full fit was due or in flight). */
+  private readonly kick$ = new Subject<void>();
+  /** A regular recalibration owed after the urgent one running first (or withdrawn from the queue for it). */
+  private readonly regularKick$ = new Subject<void>();
+  private regularOwed = false;
+  /** The view of the run in flight (at most one), and how to withdraw it while it waits for a worker (regular runs). */
+  private inFlight: ChainView | null = null;
+  private withdraw: AbortController | null = null;
+
+  /** @param key the pair's key (pairKey(source, pair)) */
+  constructor(
+    private readonly key: string,
+    private readonly shared: SchedulerShared,
+  ) {}
+
+  /** The calibration results of the pair whose events are `group$` (subscribe once). */
+  results(group$: Observable<ChainEvent>): Observable<CalibrationResult> {
+    const { opts, states, fullAll$ } = this.shared;
+    const { cache } = opts;
+    const changes$ = group$.pipe(
+      filter((e) => {
+        if (!this.state) {
+          this.state = new ChainState(e.source, { base: e.base, quote: e.quote }, { urgentVolPts: opts.urgentVolPts ?? 0 });
+          states.set(this.key, this.state);
+        }
+        const changed = this.state.apply(e);
+        if (changed) cache.touch(e.source, { base: e.base, quote: e.quote }, e.receivedAt);
+        return changed;
+      }),
+      share(),
+    );
+    const regular$ = changes$.pipe(
+      auditTime(opts.throttleMs),
+      map((): Trigger => 'regular'),
+    );
+    const coalesceMs = opts.urgentCoalesceMs ?? URGENT_COALESCE_MS;
+    const urgentTicks$ = merge(changes$, this.kick$).pipe(filter(() => this.state!.hasUrgent(this.fittedVersion)));
+    const urgent$ = (coalesceMs > 0 ? urgentTicks$.pipe(auditTime(coalesceMs)) : urgentTicks$).pipe(map((): Trigger => 'urgent'));
+    const fullNow$ = fullAll$.pipe(
+      filter(() => this.state !== null),
+      map((): Trigger => {
+        this.state!.requireFullNow();
+        return 'regular';
+      }),
+    );
+    return merge(regular$, urgent$, this.regularKick$.pipe(map((): Trigger => 'regular')), fullNow$).pipe(
+      // an urgent refit withdraws the pair's regular fit waiting for (or running in) a worker: it runs first, the
+      // regular after
+      tap((trigger) => {
+        // (not when the regular view in flight was taken after the move: it holds it, nothing is urgent any more)
+        if (trigger !== 'regular' && this.withdraw && this.state!.hasUrgent(this.fittedVersion)) this.withdraw.abort();
+      }),
+      latestWins((trigger) => this.run(trigger), (err) => this.failed(err), mergeTriggers),
+      filter((x): x is { chainFit: ChainFit; view: ChainView } => x !== null),
+      map((x) => this.built(x)),
+    );
+  }
+
+  /** Start the fit of a trigger's view (null: nothing to do). */
+  private run(trigger: Trigger): { chainFit: ChainFit; view: ChainView } | null | Promise<{ chainFit: ChainFit; view: ChainView }> {
+    const view = this.viewFor(trigger);
+    if (!view) return null;
+    this.inFlight = view;
+    this.withdraw = view.refitOnly ? null : new AbortController();
+    const r = this.shared.fit(view, this.withdraw?.signal);
+    return r instanceof Promise ? r.then((chainFit) => ({ chainFit, view })) : { chainFit: r, view };
+  }
+
+  /**
+   * The view for a trigger, taken now (the latest state): the urgent partial view first when one is due, whatever
+   * the trigger, else the regular one when a regular run is asked for (or owed); null when nothing is left to do.
+   * (A regular trigger that finds a move still in its coalescing window runs it first too: taken by the regular
+   * view, the move waited for a whole regular pass, behind the other pairs' fits in the worker queue: 240 ms in
+   * bench/freshness.ts, against 25 ms for an urgent refit.)
+   */
+  private viewFor(trigger: Trigger): ChainView | null {
+    const s = this.state!;
+    const since = this.fittedVersion;
+    const wantRegular = trigger !== 'urgent' || this.regularOwed;
+    const urgentView = s.urgentView(since);
+    if (urgentView) {
+      if (wantRegular) this.regularOwed = true;
+      return urgentView;
+    }
+    if (!wantRegular) return null;
+    this.regularOwed = false;
+    s.rollOff(this.shared.opts.clock.now());
+    // nothing applied since the last successful fit and no full fit due: that fit already shows this state
+    if (s.version <= since && !s.fullDue(since)) return null;
+    const t = performance.now();
+    const view = s.view(since, undefined, t - this.lastFullAt >= (this.shared.opts.fullRefitEveryMs ?? 60_000));
+    if (view.full) this.lastFullAt = t;
+    return view;
+  }
+
+  /** A run failed or was withdrawn (latestWins' error handler). */
+  private failed(err: unknown): void {
+    const view = this.inFlight!;
+    this.withdraw = null;
+    if (err instanceof FitWithdrawnError) {
+      // withdrawn from the queue, or yielded its worker at a slice boundary (the slices it refitted are kept
+      // in the worker's memory): the urgent refit waiting goes first, this regular one again after it (a
+      // periodic full fit again as a full one: the safety net is not skipped)
+      if (view.periodic === true) this.lastFullAt = -Infinity;
+      this.regularOwed = true;
+      this.regularKick$.next();
+      return;
+    }
+    // a failed regular run still counts as done for that version: the last good surface stays
+    if (!view.refitOnly) this.shared.calibratedVersion.set(this.key, view.version);
+    this.shared.opts.logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}`, partial: view.refitOnly !== undefined }, 'calibration failed; the last good surface stays');
+    if (view.refitOnly) this.settleOwed();
+    this.kickIfUrgent();
+  }
+
+  /** The snapshots of a finished fit, numbered; records the fitted version. */
+  private built({ chainFit, view }: { chainFit: ChainFit; view: ChainView }): CalibrationResult {
+    this.withdraw = null;
+    this.sequence += 1;
+    const built = buildSnapshots(chainFit, this.sequence, this.lastResult);
+    const result = view.refitOnly ? { ...built, partial: true } : built;
+    this.lastResult = result;
+    if (!view.refitOnly) {
+      this.shared.calibratedVersion.set(this.key, chainFit.version);
+      this.fittedVersion = chainFit.version;
+    }
+    // an urgent move that arrived while a full fit was due (no partial view then) is not left to the throttle
+    this.kickIfUrgent();
+    if (view.refitOnly) this.settleOwed();
+    return result;
+  }
+
+  /** After an urgent run: the regular one it went before is due now (its throttle window has passed). */
+  private settleOwed(): void {
+    if (!this.regularOwed) return;
+    this.regularOwed = false;
+    this.regularKick$.next();
+  }
+
+  /** An urgent move waits (it arrived while a full fit was due or in flight): trigger its refit now. */
+  private kickIfUrgent(): void {
+    if (this.state!.hasUrgent(this.fittedVersion)) this.kick$.next();
+  }
+}
+
 function isChainEvent(e: MarketEvent): e is ChainEvent {
   return e.kind === 'option' || e.kind === 'future' || e.kind === 'index';
 }
@@ -120,23 +298,17 @@ export interface Pipelines {
  * Subscribe the pipelines to `events$`.
  */
 export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineOptions): Pipelines {
-  const { cache, clock, logger } = opts;
+  const { cache } = opts;
   const inThread = new ChainFitter();
   const fit = opts.fit ?? ((view: ChainView) => inThread.fit(view));
   const shared$ = events$.pipe(share());
   const subs = new Subscription();
 
-  const sequences = new Map<string, number>();
-  /** Per (source, pair) the last published result: unchanged slices share its frozen quote lists. */
-  const lastResults = new Map<string, CalibrationResult>();
   const states = new Map<string, ChainState>();
   const calibratedVersion = new Map<string, number>();
-  /** Version of the last SUCCESSFUL fit per (source, pair): what the next view's changed expiries are relative to. */
-  const fittedVersion = new Map<string, number>();
-  const lastFullAt = new Map<string, number>();
-  const fullEveryMs = opts.fullRefitEveryMs ?? 60_000;
   const wasDisconnected = new Set<string>();
   const fullAll$ = new Subject<void>();
+  const shared: SchedulerShared = { opts, fit, states, calibratedVersion, fullAll$ };
 
   subs.add(
     shared$
@@ -162,133 +334,7 @@ export function startPipelines(events$: Observable<MarketEvent>, opts: PipelineO
       .pipe(
         filter(isChainEvent),
         groupBy((e) => pairKey(e.source, e)),
-        mergeMap((group$) => {
-          let state: ChainState | null = null;
-          const key = group$.key;
-          const changes$ = group$.pipe(
-            filter((e) => {
-              if (!state) {
-                state = new ChainState(e.source, { base: e.base, quote: e.quote }, { urgentVolPts: opts.urgentVolPts ?? 0 });
-                states.set(key, state);
-              }
-              const changed = state.apply(e);
-              if (changed) cache.touch(e.source, { base: e.base, quote: e.quote }, e.receivedAt);
-              return changed;
-            }),
-            share(),
-          );
-          const regular$ = changes$.pipe(
-            auditTime(opts.throttleMs),
-            map((): Trigger => 'regular'),
-          );
-          /** Emits after a run when urgent moves wait (they arrived while a full fit was due or in flight). */
-          const kick$ = new Subject<void>();
-          const coalesceMs = opts.urgentCoalesceMs ?? URGENT_COALESCE_MS;
-          const urgentTicks$ = merge(changes$, kick$).pipe(filter(() => state!.hasUrgent(fittedVersion.get(key) ?? 0)));
-          const urgent$ = (coalesceMs > 0 ? urgentTicks$.pipe(auditTime(coalesceMs)) : urgentTicks$).pipe(map((): Trigger => 'urgent'));
-          const kickIfUrgent = (): void => {
-            if (state!.hasUrgent(fittedVersion.get(key) ?? 0)) kick$.next();
-          };
-          /** A regular recalibration owed after the urgent one running first (or withdrawn from the queue for it). */
-          const regularKick$ = new Subject<void>();
-          let regularOwed = false;
-          /** The view of the run in flight (at most one), and how to withdraw it while it waits for a worker (regular runs). */
-          let inFlight: ChainView | null = null;
-          let withdraw: AbortController | null = null;
-          /** After an urgent run: the regular one it went before is due now (its throttle window has passed). */
-          const settleOwed = (): void => {
-            if (!regularOwed) return;
-            regularOwed = false;
-            regularKick$.next();
-          };
-          /**
-           * The view for a trigger, taken now (the latest state): the urgent partial view first when one is due, whatever
-           * the trigger, else the regular one when a regular run is asked for (or owed); null when nothing is left to do.
-           * (A regular trigger that finds a move still in its coalescing window runs it first too: taken by the regular
-           * view, the move waited for a whole regular pass, behind the other pairs' fits in the worker queue: 240 ms in
-           * bench/freshness.ts, against 25 ms for an urgent refit.)
-           */
-          const viewFor = (trigger: Trigger): ChainView | null => {
-            const s = state!;
-            const since = fittedVersion.get(key) ?? 0;
-            const wantRegular = trigger !== 'urgent' || regularOwed;
-            const urgentView = s.urgentView(since);
-            if (urgentView) {
-              if (wantRegular) regularOwed = true;
-              return urgentView;
-            }
-            if (!wantRegular) return null;
-            regularOwed = false;
-            s.rollOff(clock.now());
-            // nothing applied since the last successful fit and no full fit due: that fit already shows this state
-            if (s.version <= since && !s.fullDue(since)) return null;
-            const t = performance.now();
-            const view = s.view(since, undefined, t - (lastFullAt.get(key) ?? -Infinity) >= fullEveryMs);
-            if (view.full) lastFullAt.set(key, t);
-            return view;
-          };
-          const fullNow$ = fullAll$.pipe(
-            filter(() => state !== null),
-            map((): Trigger => {
-              state!.requireFullNow();
-              return 'regular';
-            }),
-          );
-          return merge(regular$, urgent$, regularKick$.pipe(map((): Trigger => 'regular')), fullNow$).pipe(
-            // an urgent refit withdraws the pair's regular fit waiting for (or running in) a worker: it runs first, the
-            // regular after
-            tap((trigger) => {
-              // (not when the regular view in flight was taken after the move: it holds it, nothing is urgent any more)
-              if (trigger !== 'regular' && withdraw && state!.hasUrgent(fittedVersion.get(key) ?? 0)) withdraw.abort();
-            }),
-            latestWins(
-              (trigger): { chainFit: ChainFit; view: ChainView } | null | Promise<{ chainFit: ChainFit; view: ChainView }> => {
-                const view = viewFor(trigger);
-                if (!view) return null;
-                inFlight = view;
-                withdraw = view.refitOnly ? null : new AbortController();
-                const r = fit(view, withdraw?.signal);
-                return r instanceof Promise ? r.then((chainFit) => ({ chainFit, view })) : { chainFit: r, view };
-              },
-              (err) => {
-                const view = inFlight!;
-                withdraw = null;
-                if (err instanceof FitWithdrawnError) {
-                  // withdrawn from the queue, or yielded its worker at a slice boundary (the slices it refitted are kept
-                  // in the worker's memory): the urgent refit waiting goes first, this regular one again after it (a
-                  // periodic full fit again as a full one: the safety net is not skipped)
-                  if (view.periodic === true) lastFullAt.delete(key);
-                  regularOwed = true;
-                  regularKick$.next();
-                  return;
-                }
-                // a failed regular run still counts as done for that version: the last good surface stays
-                if (!view.refitOnly) calibratedVersion.set(key, view.version);
-                logger.error({ err, source: view.source, pair: `${view.pair.base}/${view.pair.quote}`, partial: view.refitOnly !== undefined }, 'calibration failed; the last good surface stays');
-                if (view.refitOnly) settleOwed();
-                kickIfUrgent();
-              },
-              mergeTriggers,
-            ),
-            filter((x): x is { chainFit: ChainFit; view: ChainView } => x !== null),
-            map(({ chainFit, view }) => {
-              withdraw = null;
-              const seq = (sequences.get(key) ?? 0) + 1;
-              sequences.set(key, seq);
-              const built = buildSnapshots(chainFit, seq, lastResults.get(key));
-              const result = view.refitOnly ? { ...built, partial: true } : built;
-              lastResults.set(key, result);
-              if (!view.refitOnly) {
-                calibratedVersion.set(key, chainFit.version);
-                fittedVersion.set(key, chainFit.version);
-              }
-              // an urgent move that arrived while a full fit was due (no partial view then) is not left to the throttle
-              kickIfUrgent();
-              if (view.refitOnly) settleOwed();
-              return result;
-            }),
-          );
-        }),
+        mergeMap((group$) => new PairScheduler(group$.key, shared).results(group$)),
       )
       .subscribe((r) => {
         for (const s of r.surfaces) cache.putSurface(s);

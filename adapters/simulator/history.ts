@@ -46,7 +46,9 @@ import { OkxNormalizer, normalizeOkxInstruments } from '../okx/normalize.js';
 import { BybitNormalizer, normalizeBybitInstruments } from '../bybit/normalize.js';
 import type { Normalizer } from '../../src/domain/feeds.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { buildSnapshots, type ChainFit, type ChainFitter } from '../../streams/calibrate.js';
+import { buildSnapshots } from '../../src/cache/snapshotBuilder.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
+import type { ChainFitter } from '../../src/quant/chain/chainFitter.js';
 
 /** Which history: the market seed, its start (Unix ms, now - hours), its step (seconds), the exchanges printed. */
 export interface HistorySpec {

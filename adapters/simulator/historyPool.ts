@@ -3,7 +3,8 @@
  * is printed and fitted in a worker thread of its own (./historyWorker.ts, ./history.ts), apart from the production
  * calibration pool, whose worker never loads simulator code.
  */
-import type { ChainFit, ChainFitOptions } from '../../streams/calibrate.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
+import type { ChainFitOptions } from '../../src/quant/chain/chainFit.js';
 import { WorkerChannel } from '../../streams/calibrationPool.js';
 import type { HistorySpec } from './history.js';
 import { siblingModule } from '../../src/domain/moduleFile.js';

@@ -6,7 +6,8 @@
  * (streams/calibrationWorker.ts). `workerData.fitOptions` holds the {@link ChainFitOptions}.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { ChainFitter, type ChainFitOptions } from '../../streams/calibrate.js';
+import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
+import type { ChainFitOptions } from '../../src/quant/chain/chainFit.js';
 import { historyFitter, type HistorySpec } from './history.js';
 
 const fitHistory = historyFitter(new ChainFitter(((workerData as { fitOptions?: ChainFitOptions } | null)?.fitOptions ?? {}) as ChainFitOptions));

@@ -5,43 +5,14 @@
  */
 import { ForwardCurve } from '../quant/forwardCurve.js';
 import type { Pair, Source } from '../domain/markets.js';
-import { buildModelSurface } from './modelSurface.js';
-import type { ExpirySlice, ForwardCurveSnapshot, ForwardPoint, SmileQuote, SurfaceArbitrage, SurfaceSnapshot, VolatilityModel } from './snapshot.js';
+import { buildModelSurface } from '../quant/chain/modelSurface.js';
+import type { ChainFit, ExpirySlice, ForwardPoint, ModelFit, SmileQuote } from '../domain/chainFit.js';
+import type { ChainView } from '../domain/chainView.js';
+import { fitChain, type ChainFitOptions } from '../quant/chain/chainFit.js';
+import type { ForwardCurveSnapshot, SurfaceSnapshot } from './snapshot.js';
 
-/** One model's fit of a chain: the served slices (sorted by T), what was left out, and the arbitrage status. */
-export interface ModelFit {
-  readonly model: VolatilityModel;
-  /** Served slices sorted by T ascending (may be empty). */
-  readonly slices: readonly ExpirySlice[];
-  /** Expiries this model could not serve, and why. */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of this model's fits and checks. */
-  readonly calibrationMs: number;
-  /** No-arbitrage status and cumulative counts (absent in fits rebuilt from documents that do not carry it). */
-  readonly arbitrage?: SurfaceArbitrage;
-}
-
-/**
- * Plain (structured-clone and JSON safe) result of fitting one chain: what a calibration worker
- * sends back and what {@link buildSnapshots} turns into immutable cache snapshots (one per model).
- */
-export interface ChainFit {
-  readonly source: Source;
-  readonly pair: Pair;
-  readonly observationTimestamp: number;
-  /** Null when the chain has no spot yet (then nothing is built). */
-  readonly spot: number | null;
-  /** Listed forward points, sorted by T. */
-  readonly points: readonly ForwardPoint[];
-  /** One entry per model fitted (all three from fitChain; one when rebuilt from a Kafka document). */
-  readonly models: readonly ModelFit[];
-  /** Expiries skipped by every model and why (too close to expiry, no usable quote). */
-  readonly skipped: ReadonlyArray<{ expirationTimestamp: number; reason: string }>;
-  /** Wall-clock milliseconds of the whole fit. */
-  readonly calibrationMs: number;
-  /** Version of the chain state the fit was made from (streams/chainState.ts ChainView.version). */
-  readonly version: number;
-}
+// A chain fit's shapes live in src/domain (src/quant/chain/chainFit.ts makes them); re-exported for the cache's readers.
+export type { ChainFit, ModelFit } from '../domain/chainFit.js';
 
 /** Outcome of one chain calibration, as the cache takes it. */
 export interface CalibrationResult {
@@ -136,7 +107,7 @@ export function buildSurfaceSnapshot(
 /**
  * Immutable cache snapshots from a fit: per model a surface snapshot ({@link buildSurfaceSnapshot}) and the forward
  * curve shared by every model's snapshot ({@link buildForwardCurveSnapshot}); cheap, no fitting.
- * @param fit a {@link ChainFit} (from streams/calibrate.ts fitChain or a calibration worker)
+ * @param fit a {@link ChainFit} (from src/quant/chain/chainFit.ts fitChain, in a calibration worker)
  * @param sequence the snapshot sequence number to stamp (per (source, pair): every model of one
  *   recalibration carries the same number)
  * @param previous the previous result of the same (source, pair), optional: slices whose quotes are unchanged share
@@ -154,4 +125,13 @@ export function buildSnapshots(fit: ChainFit, sequence: number, previous?: Calib
     .map((mf) => buildSurfaceSnapshot(forwardCurve, mf, [...fit.skipped, ...mf.skipped], previous?.surfaces.find((s) => s.model === mf.model)));
   const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
   return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+}
+
+/**
+ * Fit and build in one step, on the calling thread (stateless: a fresh FitMemory, src/quant/chain/chainFit.ts
+ * fitChain): the snapshots of `view` stamped with `sequence` (tests, benchmarks, the real-chain helpers; the service
+ * fits in its calibration workers).
+ */
+export function calibrateChain(view: ChainView, sequence: number, options: ChainFitOptions = {}): CalibrationResult {
+  return buildSnapshots(fitChain(view, options), sequence);
 }

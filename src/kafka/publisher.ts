@@ -587,7 +587,7 @@ export class KafkaPublisher {
 
   /**
    * Forward points of a surface's curve object: those of the ForwardCurveSnapshot holding the same object (see
-   * {@link curvePoints}); else the curve's own `points` with their origin inferred as streams/calibrate.ts assigns
+   * {@link curvePoints}); else the curve's own `points` with their origin inferred as src/quant/chain/expiryGroups.ts forwardPoints assigns
    * it (an expiry with options is `option-underlying`, any other `future`); else the slices' forwards.
    */
   private pointsOf(s: SurfaceSnapshot): ForwardCurveSnapshot['points'] {

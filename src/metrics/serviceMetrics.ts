@@ -8,7 +8,7 @@
  *   previous scrape; `volsurf_feed_messages_per_second` is the rate over the last ~10 s ({@link FeedRates});
  * - calibration: every surface written to the cache (`MarketCache.updates$`, all models, also surfaces a
  *   Kafka replica receives) observes `calibrationMs` in the duration histogram. Arbitrage repairs and
- *   rejections come from the snapshot's cumulative `arbitrage.counts` (streams/calibrate.ts, issue 4:
+ *   rejections come from the snapshot's cumulative `arbitrage.counts` (src/quant/chain/chainFit.ts, issue 4:
  *   constrained refits and calendar-envelope repairs; rejected fits that kept the previous slice or dropped the
  *   expiry) when the snapshot carries them; without them (older calibrators, hand-built snapshots) a repair is
  *   a slice whose fit `method` says a penalty was applied and no rejection is counted. Published violations are
@@ -84,7 +84,7 @@ export function expiryLabel(expirationTimestamp: number): string {
 }
 
 /**
- * A short, bounded label for why calibration left an expiry out (streams/calibrate.ts `skipped[].reason`):
+ * A short, bounded label for why calibration left an expiry out (src/quant/chain/chainFit.ts `skipped[].reason`):
  * `fit-failed` (the model fit was rejected), `near-expiry`, `no-quotes`, or `other`.
  */
 export function skipReasonLabel(reason: string): string {

@@ -11,7 +11,7 @@ import { VOLATILITY_MODELS } from '../../src/cache/snapshot.js';
 import { readFileSync } from 'node:fs';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState } from '../../streams/chainState.js';
-import { calibrateChain } from '../../streams/calibrate.js';
+import { calibrateChain } from '../../src/cache/snapshotBuilder.js';
 
 const BTC = { base: 'BTC', quote: 'USD' } as const;
 const state = new ChainState('DERIBIT', BTC);

@@ -10,6 +10,12 @@
  * exchange adapters; the simulators too, and the pipeline pieces (streams, cache) for their simulated history;
  * nothing but start-up imports adapters, and no production path (src/, streams/) imports adapters/simulator. A folder-level cycle
  * fails the test too, with the import lines that make it.
+ *
+ * The chain fit is quant (issue 25 item 1): src/quant imports nothing but src/domain and src/quant; streams/ keeps the
+ * pipeline, chain state, scheduling and workers, and reaches the fit only through src/quant/chain's entry points
+ * (no other quant module, none of the fit's math); and the model names are listed once, in src/domain/volatilityModels.ts,
+ * with their modules in the registry (src/quant/models/index.ts): a list of two or more model names anywhere else in the
+ * production code (an array, a union, an object keyed by them) fails.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -134,6 +140,37 @@ function cycles(edges: readonly Edge[]): string[][] {
   return out;
 }
 
+/** The source text of every production file (src, streams, adapters), by path relative to the root. */
+function productionSources(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const f of ['src', 'streams', 'adapters'].flatMap((d) => walk(join(ROOT, d)))) out.set(relative(ROOT, f), readFileSync(f, 'utf8'));
+  return out;
+}
+
+/** The quant modules streams/ may import: the chain fit's entry points (the worker's fitter, its options, its yield signal). */
+const STREAMS_MAY_IMPORT_FROM_QUANT = new Set(['src/quant/chain/chainFitter.ts', 'src/quant/chain/chainFit.ts', 'src/quant/chain/fitMemory.ts']);
+/** Names of the chain fit's math: none of them may appear in streams/ (it hands views to the fitter and takes fits back). */
+const FIT_MATH = /\b(fitModel|fitExpiry|sparseTarget|servedQuality|within10Delta|marketAtm|groupByExpiry|forwardPoints|sliceTotalVariance|buildModelSurface|carryForwardParams|rawCalendarCheck|MODEL_REGISTRY|modelOf|SmileModel|normCdf|deltaStrike|impliedVol\w*)\b/g;
+
+/** Where `text` lists two or more different model names: quoted names or object keys, within one statement (no `;` between) of 200 characters. */
+function modelNameLists(text: string, names: readonly string[]): string[] {
+  const alt = names.join('|');
+  const re = new RegExp(`(['"\`])(${alt})\\1|(?:^|[{,])\\s*(${alt})\\s*:`, 'gm');
+  const hits = [...text.matchAll(re)].map((m) => ({ name: (m[2] ?? m[3])!, at: m.index! }));
+  const out: string[] = [];
+  for (let i = 0; i + 1 < hits.length; i++) {
+    const a = hits[i]!;
+    const b = hits[i + 1]!;
+    if (a.name !== b.name && b.at - a.at <= 200 && !text.slice(a.at, b.at).includes(';')) {
+      out.push(`line ${text.slice(0, a.at).split('\n').length}: ${a.name} ... ${b.name}`);
+    }
+  }
+  return out;
+}
+
+/** The one list of model names and the registry of their modules: the only places that list them. */
+const MODEL_LIST_FILES = new Set(['src/domain/volatilityModels.ts', 'src/quant/models/index.ts']);
+
 describe('one direction of flow between folders', () => {
   const edges = imports();
 
@@ -158,5 +195,51 @@ describe('one direction of flow between folders', () => {
     expect(violation({ from: 'streams', to: 'adapters/simulator', where: 'x' })).not.toBeNull();
     expect(violation({ from: 'src/api', to: 'src/cache', where: 'x' })).toBeNull();
     expect(cycles([{ from: 'a', to: 'b', where: '' }, { from: 'b', to: 'c', where: '' }, { from: 'c', to: 'a', where: '' }])).toEqual([['a', 'b', 'c']]);
+  });
+});
+
+describe('the chain fit is quant; the models are listed once (issue 25 item 1)', () => {
+  const edges = imports();
+  const sources = productionSources();
+
+  it('src/quant imports only src/domain and src/quant', () => {
+    const bad = edges.filter((e) => e.from === 'src/quant' && e.to !== 'src/domain');
+    expect(bad.map((e) => e.where)).toEqual([]);
+  });
+
+  it('streams/ reaches the fit only through src/quant/chain entry points and defines none of its math', () => {
+    const bad: string[] = [];
+    for (const [file, text] of sources) {
+      if (!file.startsWith('streams/')) continue;
+      for (const m of text.matchAll(/(?:import|export)\s[^'";]*?from\s+['"](\.{1,2}\/[^'"]+)['"]/g)) {
+        const target = relative(ROOT, resolve(dirname(join(ROOT, file)), m[1]!)).replace(/\.js$/, '.ts');
+        if (target.startsWith('src/quant/') && !STREAMS_MAY_IMPORT_FROM_QUANT.has(target)) bad.push(`${file} imports ${m[1]}`);
+      }
+      for (const m of text.matchAll(FIT_MATH)) bad.push(`${file} uses ${m[1]}`);
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('model names are listed only in src/domain/volatilityModels.ts (and keyed by the registry)', async () => {
+    const { VOLATILITY_MODELS } = await import('../../src/domain/volatilityModels.js');
+    const bad: string[] = [];
+    for (const [file, text] of sources) {
+      if (MODEL_LIST_FILES.has(file)) continue;
+      for (const where of modelNameLists(text, VOLATILITY_MODELS)) bad.push(`${file} ${where}`);
+    }
+    expect(bad).toEqual([]);
+    // the registry keys every listed model, nothing else
+    const { MODEL_REGISTRY } = await import('../../src/quant/models/index.js');
+    expect(Object.keys(MODEL_REGISTRY).sort()).toEqual([...VOLATILITY_MODELS].sort());
+  });
+
+  it('the checks themselves catch a second list, a per-model table and fitting math in streams', () => {
+    const names = ['SVI', 'SABR', 'VANNA_VOLGA'];
+    expect(modelNameLists("export const M = ['SVI', 'SABR', 'VANNA_VOLGA'] as const;", names)).toHaveLength(2);
+    expect(modelNameLists("type N = 'SVI' | 'SABR';", names)).toHaveLength(1);
+    expect(modelNameLists('const R = {\n  SVI: 1e-3,\n  SABR: 5e-4,\n  VANNA_VOLGA: 1e-5,\n};', names)).toHaveLength(2);
+    expect(modelNameLists("get('SVI'); other('SABR');", names)).toEqual([]);
+    expect(modelNameLists("describe: 'raw SVI: a, b; SABR: alpha, nu'", names)).toEqual([]);
+    expect('const w = sliceTotalVariance(model, s);'.match(FIT_MATH)).not.toBeNull();
   });
 });

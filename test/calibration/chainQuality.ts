@@ -4,8 +4,8 @@
  *
  * The service side is what GET /api/v1/global/data/surface serves: the replay file is normalized by the real
  * Deribit normalizer into a chain view (adapters/deribit/normalize.ts, streams/chainState.ts), fitted by
- * streams/calibrate.ts fitChain (every model, arbitrage repair, calendar envelope), and the served IV at each
- * OTM quote is read from the model's served VolSurface (src/cache/modelSurface.ts buildModelSurface). The
+ * src/quant/chain/chainFit.ts fitChain (every model, arbitrage repair, calendar envelope), and the served IV at each
+ * OTM quote is read from the model's served VolSurface (src/quant/chain/modelSurface.ts buildModelSurface). The
  * reference side fits the same slice quotes (k, mark IV) of the same expiry.
  *
  * Bid and ask IV of a quote: the exchange's (normalizer's) when present, else the Black-76 implied vol of the
@@ -18,10 +18,11 @@ import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { REPLAY_FILES, loadReplayChain, type ChainSourceId } from '../../adapters/replay/chains.js';
 import type { FutureQuote, IndexPrice, OptionQuote } from '../../src/domain/events.js';
 import type { ExpirySlice, VolatilityModel } from '../../src/cache/snapshot.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { fitChain, type ChainFit } from '../../streams/calibrate.js';
+import { fitChain } from '../../src/quant/chain/chainFit.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
 import { hagan2002, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

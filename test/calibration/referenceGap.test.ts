@@ -10,7 +10,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { black76Price } from '../../src/quant/black76.js';
-import { sliceTotalVariance } from '../../src/cache/modelSurface.js';
+import { sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
 import { calibrateSvi } from '../../src/quant/sviCalibration.js';
 import { sviImpliedVol } from '../../src/quant/svi.js';
 import { otmQuotesByExpiry, loadReplayChain, REPLAY_FILES } from '../../adapters/replay/chains.js';

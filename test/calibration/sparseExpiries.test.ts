@@ -1,6 +1,6 @@
 /**
  * Sparse expiries (1 to 4 quotes, issue 11 item 2) on REAL marks: a real Deribit chain (data/replay) with chosen
- * expiries thinned to 1-4 strikes near the money (as OKX lists its far expiries), fitted by streams/calibrate.ts
+ * expiries thinned to 1-4 strikes near the money (as OKX lists its far expiries), fitted by src/quant/chain/chainFit.ts
  * fitChain. The full-chain marks that were removed are the independent reference: the shape the sparse slice
  * takes from its neighbours must follow them.
  *
@@ -10,8 +10,8 @@
  * plus the neighbours' own RMSE (the shape; the level is the kept quotes') [measured values in the log].
  */
 import { describe, expect, it } from 'vitest';
-import { fitChain } from '../../streams/calibrate.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { fitChain } from '../../src/quant/chain/chainFit.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { normCdf } from '../../src/quant/normal.js';
 import { VOLATILITY_MODELS } from '../../src/cache/snapshot.js';
 import { replayChainView } from './chainQuality.js';

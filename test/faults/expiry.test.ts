@@ -8,7 +8,7 @@
  * settlement tickers do). Three services read the file up to each phase.
  *
  * Checked: before, 27MAY26 is a fitted expiry; 30 minutes before expiry it has left the fit (the
- * service fits no expiry closer than an hour: streams/calibrate.ts MIN_EXPIRY_SECONDS) while the
+ * service fits no expiry closer than an hour: src/quant/chain/expiryGroups.ts MIN_EXPIRY_SECONDS) while the
  * other ten stay; after expiry it is gone from the surface and the forward curve, a request for it
  * is a 400 ("Must be >= current time"), the closed tickers are counted drops, and the next expiry
  * answers byStrike on its recorded mark IVs. No crash, ready throughout.

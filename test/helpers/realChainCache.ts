@@ -11,7 +11,7 @@ import type { FutureQuote, IndexPrice, OptionQuote } from '../../src/domain/even
 import type { Pair } from '../../src/domain/markets.js';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState } from '../../streams/chainState.js';
-import { calibrateChain } from '../../streams/calibrate.js';
+import { calibrateChain } from '../../src/cache/snapshotBuilder.js';
 
 /** The real 878-option BTC chain of 2026-05-26 19:27 UTC. */
 export const REAL_CHAIN_FILE = new URL('../../data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', import.meta.url).pathname;

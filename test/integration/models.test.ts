@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
-import { MODEL_PARAMETERS } from '../../src/cache/modelSurface.js';
+import { MODEL_REGISTRY } from '../../src/quant/models/index.js';
 import { optionsAreInverse } from '../../src/domain/markets.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 
@@ -53,7 +53,7 @@ describe('three models on the simulated default', () => {
         expect(r.body.arbitrage, label).toMatchObject({ butterflyFree: true, calendarFree: true });
         expect(r.body.arbitrage.counts.fits).toBeGreaterThanOrEqual(r.body.expiries.length);
         for (const e of r.body.expiries) {
-          expect(Object.keys(e.parameters).sort(), label).toEqual([...MODEL_PARAMETERS[model]].sort());
+          expect(Object.keys(e.parameters).sort(), label).toEqual([...MODEL_REGISTRY[model].parameterNames].sort());
           expect(e.forwardPrice).toBeGreaterThan(0);
           expect(e.atmVol).toBeGreaterThan(0.05);
           expect(e.atmVol).toBeLessThan(3);

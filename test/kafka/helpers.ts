@@ -19,7 +19,7 @@ import { REPO_ROOT, startLocalKafka, type KafkaHandle } from '../setup/kafka.js'
 const YEAR_S = 365 * 86400;
 
 /**
- * A surface snapshot and its forward-curve snapshot sharing one ForwardCurve object, as streams/calibrate.ts builds
+ * A surface snapshot and its forward-curve snapshot sharing one ForwardCurve object, as src/cache/snapshotBuilder.ts builds
  * them: two expiries (7 and 30 days) with raw SVI slices, a future-only third point (90 days).
  * @param level shifts the SVI `a` parameter, so successive snapshots differ
  */

@@ -8,7 +8,7 @@ import { MarketCache } from '../../src/cache/marketCache.js';
 import type { PublisherStats } from '../../src/kafka/publisher.js';
 import { expiryLabel, isRepairedFit, ServiceMetrics, skipReasonLabel, UNMATCHED_ROUTE } from '../../src/metrics/serviceMetrics.js';
 import { FeedRates } from '../../src/metrics/feedRates.js';
-import type { CalibrationResult } from '../../streams/calibrate.js';
+import type { CalibrationResult } from '../../src/cache/snapshotBuilder.js';
 import type { Clock } from '../../src/domain/clock.js';
 import { FakeFeed, makeSurface, one, parseProm, pick, sum } from './helpers.js';
 

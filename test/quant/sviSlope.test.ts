@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { VolSurface } from '../../src/quant/surface.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { sviTotalVariance, type SviParams } from '../../src/quant/svi.js';
 import { euBarrierPrice } from '../../src/quant/barrier.js';
 

@@ -7,7 +7,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { ChainFitter, FitYielded, type ChainFit } from '../../streams/calibrate.js';
+import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
+import { FitYielded } from '../../src/quant/chain/fitMemory.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
 import { CalibrationPool, FitWithdrawnError, defaultPoolSize } from '../../streams/calibrationPool.js';
 import { HistoryWorker } from '../../adapters/simulator/historyPool.js';
 import type { Pair } from '../../src/domain/markets.js';
@@ -252,8 +254,8 @@ describe('CalibrationPool', () => {
   it('the production calibration worker imports no simulator module', () => {
     const src = readFileSync(new URL('../../streams/calibrationWorker.ts', import.meta.url), 'utf8');
     const imports = [...src.matchAll(/^import .* from '([^']+)'/gm)].map((m) => m[1]!);
-    expect(imports).toContain('./calibrate.js');
-    // calibrate.ts and its own imports: none under adapters/simulator or adapters/simulator/history
+    expect(imports).toContain('../src/quant/chain/chainFitter.js');
+    // the chain fit and its own imports: none under adapters/simulator or adapters/simulator/history
     const seen = new Set<string>();
     const walk = (url: URL): void => {
       if (seen.has(url.href)) return;

@@ -10,7 +10,7 @@ import { startPipelines } from '../../streams/pipeline.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { MarketClock } from '../../src/domain/clock.js';
 import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../src/domain/events.js';
-import type { ChainFit } from '../../streams/calibrate.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
 
 const T0 = 1_780_000_000;
 const E1 = T0 + 7 * 86400;

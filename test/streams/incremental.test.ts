@@ -1,5 +1,5 @@
 /**
- * Incremental refits (issue 12 item 1, streams/calibrate.ts): on the real recorded Deribit chains, a view that is
+ * Incremental refits (issue 12 item 1, src/quant/chain/chainFit.ts): on the real recorded Deribit chains, a view that is
  * not `full` refits only the expiries whose inputs changed, warm; every other expiry reuses its last fit carried to
  * the new T. The served surfaces must equal a COLD fit of the same view (a fresh FitMemory, every expiry fitted from
  * scratch) within 0.01 vol point at every quote and on a log-moneyness grid, for SVI, SABR and Vanna-Volga.
@@ -9,9 +9,15 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import type { OptionQuote } from '../../src/domain/events.js';
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { buildSnapshots, ChainFitter, FitMemory, fitChain, REUSE_MAX_T_CHANGE, type ChainFit } from '../../streams/calibrate.js';
+import { buildSnapshots } from '../../src/cache/snapshotBuilder.js';
+import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
+import { FitMemory } from '../../src/quant/chain/fitMemory.js';
+import { fitChain } from '../../src/quant/chain/chainFit.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
+import { MODEL_REGISTRY } from '../../src/quant/models/index.js';
+import type { VolatilityModel } from '../../src/domain/volatilityModels.js';
 
 const FILES = ['data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', 'data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl'];
 
@@ -58,9 +64,9 @@ function maxGapVolPts(a: ChainFit, b: ChainFit): { gap: number; where: string } 
 const PAIR = { base: 'BTC', quote: 'USD' } as const;
 
 /** Expiries of a fit (5 quotes or more: sparse ones are not in the per-expiry memory) whose T moved by more than the model's limit over `dtS`. */
-function movedBeyondLimit(fit: ChainFit, model: keyof typeof REUSE_MAX_T_CHANGE, dtS: number): number {
+function movedBeyondLimit(fit: ChainFit, model: VolatilityModel, dtS: number): number {
   const svi = fit.models.find((m) => m.model === 'SVI')!;
-  return svi.slices.filter((s) => s.quotes.length > 4 && dtS / (s.T * 365 * 86400 + dtS) > REUSE_MAX_T_CHANGE[model]).length;
+  return svi.slices.filter((s) => s.quotes.length > 4 && dtS / (s.T * 365 * 86400 + dtS) > MODEL_REGISTRY[model].reuseMaxTChange).length;
 }
 
 /** The cold fit of a view: a fresh memory, every expiry fitted from scratch. */

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { historyFitter, prepareSimulatedHistory, TwinMarketPrinter, type HistorySpec, type SeedingTarget } from '../../adapters/simulator/history.js';
-import { ChainFitter, type ChainFit } from '../../streams/calibrate.js';
+import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
+import type { ChainFit } from '../../src/domain/chainFit.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { SurfaceHistory } from '../../src/cache/history.js';
 import { Market } from '../../adapters/simulator/market.js';

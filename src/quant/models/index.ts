@@ -10,8 +10,12 @@ import { vannaVolgaModel } from './vannaVolga.js';
 
 export type { FitContext, ModelName, SliceFit, SliceFitOptions, SliceInput, SliceQuote, SmileModel } from './types.js';
 
-/** Every served model by name. */
-export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<any> } = {
+/**
+ * Every served model by name (src/domain/volatilityModels.ts VOLATILITY_MODELS: a listed name without a module does not
+ * compile). Typed `SmileModel<unknown>`: a caller holds a model's parameters only as that model's own `fromRecord` made
+ * them and hands them back to the same model (each module is typed by its own parameters, e.g. `SmileModel<SviParams>`).
+ */
+export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<unknown> } = {
   SVI: sviModel,
   SABR: sabrModel,
   VANNA_VOLGA: vannaVolgaModel,
@@ -21,5 +25,5 @@ export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<any> } = {
 export function modelOf(name: ModelName): SmileModel<unknown> {
   const m = MODEL_REGISTRY[name];
   if (!m) throw new RangeError(`unknown volatility model ${String(name)}`);
-  return m as SmileModel<unknown>;
+  return m;
 }

@@ -16,7 +16,7 @@ export const SVI_MIN_QUOTES_FULL = 7;
  * SVI fit of one expiry: the unweighted least-squares raw-SVI fit to the OTM mark IVs (calibrateSvi with
  * uniform weights, no robust loss), which is what test/calibration/referenceGap.test.ts measures against an
  * independent Zeliade (2009) fit. No calendar floor: calendar arbitrage against the shorter expiry is repaired
- * afterwards by the served envelope max(w_i, W_{i-1}) (streams/calibrate.ts fitModel), which changes the slice only
+ * afterwards by the served envelope max(w_i, W_{i-1}) (src/quant/chain/chainFit.ts fitModel), which changes the slice only
  * where it binds, instead of refitting the whole slice under a penalty (that cost 1 to 3 vol points on the long
  * expiries of real chains). Butterfly arbitrage is still repaired inside calibrateSvi (penalty rounds, only when
  * g < 0). Sparse modes (fewer than {@link SVI_MIN_QUOTES_FULL} quotes) borrow `st.lastFull`'s shape; `st.ceiling`
@@ -63,6 +63,9 @@ export const sviModel: SmileModel<SviParams> = {
   // w(k) scales with T at fixed implied vol: a and b scale by newT/oldT (raw SVI maps to raw SVI).
   carryForward: (p, oldT, newT) => (oldT > 0 && newT > 0 ? { ...p, a: (p.a * newT) / oldT, b: (p.b * newT) / oldT } : { ...p }),
   arbitrageCheck: 'Gatheral-Jacquier g(k) >= 0 and Lee bound on the SVI check grid',
+  // Fitted in IV space: a refit of unchanged marks stays within 0.01 vp while T moves by 0.1 % (7 s on a 2-hour
+  // expiry, 14 min on a 10-day one).
+  reuseMaxTChange: 1e-3,
   wingRule: 'raw SVI asymptotes: linear in k with slopes b (1 -+ rho), within Lee\'s bound 2',
   fit: (g, ctx) => fitSviSlice(g, ctx),
   borrowsShape: (g) => g.quotes.length < SVI_MIN_QUOTES_FULL,

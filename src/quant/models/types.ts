@@ -4,13 +4,14 @@
  * documents), how a slice is carried to a later observation when its new fit is rejected, which arbitrage check
  * and which wing rule apply. Each model is one module in this folder (svi.ts, sabr.ts, vannaVolga.ts) registered in
  * index.ts; adding a model is one file plus its tests. Each module also FITS one expiry ({@link SmileModel.fit}): the
- * calibration worker's pipeline (streams/calibrate.ts) calls it through the registry and never branches on the name.
+ * calibration worker's pipeline (src/quant/chain/chainFit.ts) calls it through the registry and never branches on the name.
  *
  * Units: k = ln(K/F) against the expiry's forward F; T in years ACT/365; w(k) = sigma(k)^2 T.
  */
+import type { VolatilityModel } from '../../domain/volatilityModels.js';
 
-/** The served models, as the API names them (`volatilityModel`). */
-export type ModelName = 'SVI' | 'SABR' | 'VANNA_VOLGA';
+/** The served models, as the API names them (`volatilityModel`): the one list of src/domain/volatilityModels.ts. */
+export type ModelName = VolatilityModel;
 
 /** One out-of-the-money quote of an expiry as the fits see it; IVs as fractions, k = ln(K/F). */
 export interface SliceQuote {
@@ -32,7 +33,7 @@ export interface SliceInput {
 
 /**
  * A model's parameters in their stored form (numbers only, by name: snapshots, Kafka documents, the surface endpoint's
- * `parameters`). The pipeline (streams/calibrate.ts) is model-agnostic and carries this form; each model reads it back
+ * `parameters`). The pipeline (src/quant/chain/chainFit.ts) is model-agnostic and carries this form; each model reads it back
  * into its typed parameters with its own validating {@link SmileModel.fromRecord}, never by a cast.
  */
 export type StoredParams = Readonly<Record<string, number>>;
@@ -67,7 +68,7 @@ export interface FitContext {
   lastFullT: number | undefined;
   /**
    * Calendar ceiling from the next longer served expiry where it is quoted and this one is not (the pipeline's wing
-   * repair, streams/calibrate.ts fitModel; honoured by SVI, ignored by the other models).
+   * repair, src/quant/chain/chainFit.ts fitModel; honoured by SVI, ignored by the other models).
    */
   ceiling?: { readonly w: (k: number) => number; readonly kGrid: readonly number[] };
   /** Identity of `lastFull` (expiry and input signature of the fit it came from): what a prior-dependent fit depends on. */
@@ -107,6 +108,13 @@ export interface SmileModel<P> {
   carryForward(p: P, oldT: number, newT: number, oldForward: number, newForward: number): P;
   /** The butterfly check used (diagnostics.arbitrageCheck). */
   readonly arbitrageCheck: string;
+  /**
+   * Incremental refits (src/quant/chain/chainFit.ts): an unchanged expiry's last fit is reused, carried to the new T
+   * ({@link carryForward}: the implied vol at each log-moneyness kept), only while its T has moved by at most this
+   * fraction since; beyond it the expiry is refitted warm. Chosen per model so that a reused slice stays within
+   * 0.01 vol pt of a cold fit at every quote and for |k| <= 1 (test/streams/incremental.test.ts).
+   */
+  readonly reuseMaxTChange: number;
   /** The wing rule beyond the quoted/core range, as documented. */
   readonly wingRule: string;
   /**

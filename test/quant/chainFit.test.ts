@@ -1,5 +1,5 @@
 /**
- * The three-model chain calibration (streams/calibrate.ts) on the real recorded Deribit BTC chains
+ * The three-model chain calibration (src/quant/chain/chainFit.ts) on the real recorded Deribit BTC chains
  * (data/replay: the 878-option chains of 2026-05-26 19:27Z and 18:30Z, the 310-option chain of 2020-05-14,
  * read through the real Deribit normalizer into a ChainState), plus the rejection rule with injected fits.
  *
@@ -16,13 +16,17 @@
  *   10-delta strikes [measured 0.12, SABR 2026-05-26 18:30Z 0.33 y expiry at its 10-delta edge], where a jump
  *   between minima moves them by vol points.
  */
-import { buildModelSurface } from '../../src/cache/modelSurface.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
-import { buildSnapshots, ChainFitter, FitMemory, fitChain, fitExpiry, fitModel, type EligibleGroup, type ExpiryFitter } from '../../streams/calibrate.js';
-import { sliceTotalVariance } from '../../src/cache/modelSurface.js';
+import { buildSnapshots } from '../../src/cache/snapshotBuilder.js';
+import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
+import { FitMemory } from '../../src/quant/chain/fitMemory.js';
+import { fitChain, fitExpiry, fitModel, type ExpiryFitter } from '../../src/quant/chain/chainFit.js';
+import type { EligibleGroup } from '../../src/quant/chain/expiryGroups.js';
+import { sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
 import { VOLATILITY_MODELS } from '../../src/cache/snapshot.js';
 import { deltaStrikes } from '../../src/quant/smileFigures.js';
 import { summarizeParts, summarizeSurface } from '../../src/cache/history.js';

@@ -1,6 +1,7 @@
 /**
- * (The models themselves, typed parameters, served smiles, wing and carry-forward rules, live in src/quant/models;
- * this module builds the served VolSurface from stored slices and applies the calendar envelope.)
+ * (The models themselves, typed parameters, parameter names, served smiles, wing and carry-forward rules, live in
+ * src/quant/models; this module builds the served VolSurface from stored slices and applies the calendar envelope.
+ * The chain fit (chainFit.ts), the cache's snapshot builder and a Kafka replica build their surfaces here.)
  *
  * The bridge between a model's per-expiry parameters (`ExpirySlice.params`, numbers only, as stored in
  * snapshots and Kafka documents) and the VolSurface the API reads: one total-variance function w(k) per
@@ -31,16 +32,20 @@
  * Between and beyond the listed expiries the VolSurface rules apply (src/quant/surface.ts): total variance
  * linear in T at fixed k between expiries; constant implied vol at fixed k before the first and after the last.
  */
-import { VolSurface, defaultCalendarGrid } from '../quant/surface.js';
-import { MODEL_REGISTRY, modelOf } from '../quant/models/index.js';
-import type { VolatilityModel } from './snapshot.js';
+import type { VolatilityModel } from '../../domain/volatilityModels.js';
+import { VolSurface, defaultCalendarGrid } from '../surface.js';
+import { modelOf, type SmileModel } from '../models/index.js';
 
-/** The parameter names of each model, in the order they are stored. */
-export const MODEL_PARAMETERS: Readonly<Record<VolatilityModel, readonly string[]>> = {
-  SVI: MODEL_REGISTRY.SVI.parameterNames,
-  SABR: MODEL_REGISTRY.SABR.parameterNames,
-  VANNA_VOLGA: MODEL_REGISTRY.VANNA_VOLGA.parameterNames,
-};
+/**
+ * A model as the functions below take it: its module (the chain fit passes the SmileModel it holds) or its name
+ * (looked up in the registry: stored snapshots and documents carry the name).
+ */
+export type ModelRef = VolatilityModel | SmileModel<unknown>;
+
+/** The module of `model`. @throws RangeError for an unknown name */
+function moduleOf(model: ModelRef): SmileModel<unknown> {
+  return typeof model === 'string' ? modelOf(model) : model;
+}
 
 /** The calendar check grid: {@link defaultCalendarGrid}, 241 points of k = ln(K/F) in [-3, 3]. */
 export const CALENDAR_GRID: readonly number[] = Object.freeze(defaultCalendarGrid());
@@ -59,25 +64,24 @@ export interface ModelSliceInput {
   readonly fit?: { readonly calendarRepaired?: boolean };
 }
 
-// The SABR wing rule lives with the model (src/quant/models/sabr.ts); re-exported for existing callers.
-export { MAX_WING_SLOPE, SABR_CORE_STD, sabrWingJunctions } from '../quant/models/sabr.js';
-
 /**
- * Total implied variance w(k) of one slice of `model`, k = ln(K/F) against the slice's forward: the model's served
- * smile (src/quant/models, wing rule included). Returns NaN where the model has no value.
- * @throws RangeError when a parameter is missing or invalid for the model, or T/forward are not finite > 0
+ * Total implied variance w(k) of one slice of `model` (its module or name, {@link ModelRef}), k = ln(K/F) against the
+ * slice's forward: the model's served smile (src/quant/models, wing rule included). Returns NaN where the model has no
+ * value.
+ * @throws RangeError when a parameter is missing or invalid for the model, T/forward are not finite > 0, or the model
+ *   name is unknown
  */
-export function sliceTotalVariance(model: VolatilityModel, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): (k: number) => number {
+export function sliceTotalVariance(model: ModelRef, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): (k: number) => number {
   const { T, forward: F } = slice;
   if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`sliceTotalVariance: T must be finite > 0, got ${T}`);
   if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`sliceTotalVariance: forward must be finite > 0, got ${F}`);
-  const m = modelOf(model);
+  const m = moduleOf(model);
   return m.totalVariance(m.fromRecord(slice.params, T, F), T, F);
 }
 
 /** Analytic dw/dk of one slice's served smile when the model has one (SVI), else null. */
-function sliceTotalVarianceDk(model: VolatilityModel, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): ((k: number) => number) | null {
-  const m = modelOf(model);
+function sliceTotalVarianceDk(model: ModelRef, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): ((k: number) => number) | null {
+  const m = moduleOf(model);
   return m.totalVarianceDk ? m.totalVarianceDk(m.fromRecord(slice.params, slice.T, slice.forward), slice.T, slice.forward) : null;
 }
 
@@ -92,14 +96,14 @@ function sliceTotalVarianceDk(model: VolatilityModel, slice: Pick<ModelSliceInpu
  *   wing curvatures (total variance) scaled by newT/oldT so that the wings keep their vols, wing scales (in k) unchanged.
  */
 export function carryForwardParams(
-  model: VolatilityModel,
+  model: ModelRef,
   params: Readonly<Record<string, number>>,
   oldT: number,
   newT: number,
   oldForward: number,
   newForward: number,
 ): Record<string, number> {
-  const m = modelOf(model);
+  const m = moduleOf(model);
   const carried = m.toRecord(m.carryForward(m.fromRecord(params, oldT, oldForward), oldT, newT, oldForward, newForward));
   // Optional parameters absent from the input (older documents) stay absent.
   for (const name of m.optionalParameterNames) if (params[name] === undefined) delete carried[name];
@@ -153,15 +157,16 @@ function envelope(own: (k: number) => number, below: (k: number) => number): (k:
  * @throws RangeError when there is no slice, a slice's parameters are invalid for the model, or VolSurface
  *   rejects the slices (duplicate T, T or forward not > 0)
  */
-export function buildModelSurface(model: VolatilityModel, slices: readonly ModelSliceInput[]): VolSurface {
+export function buildModelSurface(model: ModelRef, slices: readonly ModelSliceInput[]): VolSurface {
+  const m = moduleOf(model);
   const sorted = [...slices].sort((a, b) => a.T - b.T);
   let below: ((k: number) => number) | null = null;
   let belowDk: ((k: number) => number) | null = null;
   const inputs = sorted.map((s) => {
-    const own = sliceTotalVariance(model, s);
+    const own = sliceTotalVariance(m, s);
     // Analytic dw/dk where the model has one (SVI); through the envelope it is the derivative of whichever side is
     // served at k.
-    const ownDk = sliceTotalVarianceDk(model, s);
+    const ownDk = sliceTotalVarianceDk(m, s);
     const enveloped = below !== null && s.fit?.calendarRepaired === true;
     const w: (k: number) => number = enveloped ? envelope(own, below!) : own;
     let dk: ((k: number) => number) | null = ownDk;

@@ -1,10 +1,11 @@
 /**
- * Model slices and the calendar rule (src/cache/modelSurface.ts): each model's w(k) is the model's own formula,
+ * Model slices and the calendar rule (src/quant/chain/modelSurface.ts): each model's w(k) is the model's own formula,
  * a crossing pair of slices is caught by the calendar checks and repaired by the envelope without creating
  * butterfly arbitrage, and carried parameters keep the implied vol per log-moneyness.
  */
 import { describe, expect, it } from 'vitest';
-import { MAX_WING_SLOPE, buildModelSurface, carryForwardParams, rawCalendarCheck, sabrWingJunctions, sliceTotalVariance } from '../../src/cache/modelSurface.js';
+import { buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
+import { MAX_WING_SLOPE, sabrWingJunctions } from '../../src/quant/models/sabr.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { checkSmileDensity } from '../../src/quant/smileArbitrage.js';
 import { sviTotalVariance, type SviParams } from '../../src/quant/svi.js';

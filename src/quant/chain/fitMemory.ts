@@ -1,0 +1,148 @@
+/**
+ * What a chain fit keeps between recalibrations of one (source, pair), per model ({@link FitMemory}): the last good
+ * slice per expiry (served when a new fit is rejected), the cumulative repair/rejection counts, each expiry's last own
+ * fit with the inputs it was fitted to (incremental refits), the last calendar-ceiling wing repair per expiry, and the
+ * yield protocol of a preemptible fit ({@link FitYielded}). Plain data, owned by one calibration worker's ChainFitter
+ * (chainFitter.ts); chainFit.ts reads and updates it.
+ */
+import type { ExpirySlice } from '../../domain/chainFit.js';
+import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
+import type { SliceFit } from '../models/index.js';
+import type { EligibleGroup } from './expiryGroups.js';
+
+/** The last good (served, not kept) slice of an expiry and when its chain was observed. */
+export interface GoodSlice {
+  readonly slice: ExpirySlice;
+  /** Observation time of the chain it was fitted to. */
+  readonly fittedAt: number;
+}
+
+/** The cumulative repair/rejection counts of one model (ArbitrageCounts, mutable while a chain is fitted). */
+export interface MutableCounts {
+  fits: number;
+  constrainedRefits: number;
+  calendarRepaired: number;
+  rejected: number;
+  keptPrevious: number;
+  dropped: number;
+}
+
+/**
+ * The last calendar-ceiling wing repair of one expiry (chainFit.ts fitModel's wing repair), keyed by the own fits it was made
+ * from: the identity ({@link FittedExpiry.id}) of the repaired slice's fit and of the next expiry's served slice.
+ * `params` at `T` and `forward` (carried to a later observation with carryForwardParams); `failed` when that
+ * repair did not give an arbitrage-free slice under the ceiling.
+ */
+export type WingRepair =
+  | { readonly key: string; readonly failed: true }
+  | {
+      readonly key: string;
+      readonly failed: false;
+      readonly params: ExpirySlice['params'];
+      readonly T: number;
+      readonly forward: number;
+      /** The refit's own method text, minimum density and warnings. */
+      readonly method: string;
+      readonly minDensity: number | null | undefined;
+      readonly warnings: readonly string[];
+    };
+
+/** Counts of a model never fitted. */
+function zeroCounts(): MutableCounts {
+  return { fits: 0, constrainedRefits: 0, calendarRepaired: 0, rejected: 0, keptPrevious: 0, dropped: 0 };
+}
+
+/**
+ * What one (source, pair) keeps between recalibrations, per model: the last good (served, not kept) slice of
+ * each expiry, for the rejection rule, and the cumulative repair/rejection counts. Plain data; a
+ * {@link ChainFitter} (one per calibration worker) holds one per (source, pair).
+ */
+export class FitMemory {
+  readonly lastGood = new Map<VolatilityModel, Map<number, GoodSlice>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  readonly counts = new Map<VolatilityModel, MutableCounts>(VOLATILITY_MODELS.map((m) => [m, zeroCounts()]));
+  /** Per model and expiry: the last own fit (pass 1) with the inputs it was fitted to (incremental refits). */
+  readonly fitted = new Map<VolatilityModel, Map<number, FittedExpiry>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  /**
+   * Per model and expiry: the last wing repair under the next expiry's calendar ceiling and the fits it was made from.
+   * A later pass in which both fits are the same (reused or deferred, not refitted) serves that repair carried to its
+   * T instead of refitting it (a warm SVI ceiling refit is 2 to 3 ms: it was 40 % of an urgent partial refit on the
+   * real 878-option chain), after checking the ceiling again on the current grid.
+   */
+  readonly wingRepairs = new Map<VolatilityModel, Map<number, WingRepair>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  /** Next {@link FittedExpiry.id}. */
+  nextFitId = 1;
+  /**
+   * True while a view that is not `full` is fitted (set by {@link fitChain}): unchanged expiries reuse their last
+   * fit and changed ones refit warm. False: every expiry is fitted cold.
+   */
+  incremental = false;
+  /**
+   * The expiries an urgent partial view may refit (ChainView.refitOnly, set by {@link fitChain}); null for a regular
+   * view. Every other expiry with an earlier fit keeps it, carried to the new forward and T, even when its inputs
+   * changed ("deferred": its fit memory keeps the old inputs, so the next regular view refits it).
+   */
+  refitOnly: ReadonlySet<number> | null = null;
+  /**
+   * Set by {@link fitChain} on a view that may yield (src/domain/chainView.ts mayYield: regular incremental, or the periodic safety
+   * net's full view) when the caller can preempt it: asked
+   * before each slice refit after the first of the chain; true stops the chain fit there with {@link FitYielded}.
+   * Null: the fit runs to its end.
+   */
+  shouldYield: (() => boolean) | null = null;
+  /** Slices refitted (not reused, not deferred) by the chain fit in progress, every model. */
+  chainRefits = 0;
+  /**
+   * Per model, expiries refitted, reused and deferred by the last {@link fitModel}, and its calendar-ceiling wing
+   * repairs refitted and reused ({@link wingRepairs}) (diagnostics, tests, the benchmark).
+   */
+  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number; deferred: number; ceilingRefitted: number; ceilingReused: number }>();
+
+  /** Forget the slices of expiries at or before `nowS`. */
+  prune(nowS: number): void {
+    for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values(), ...this.wingRepairs.values()]) {
+      for (const e of [...byExpiry.keys()]) if (e <= nowS) byExpiry.delete(e);
+    }
+  }
+}
+
+/** An expiry's last own fit and what it was fitted to (see {@link FitMemory.fitted}). */
+export interface FittedExpiry {
+  /** Unique per memory: the identity of this fit (a refit gets a new one). */
+  readonly id: number;
+  /** {@link inputSignature} of the group fitted. */
+  readonly signature: string;
+  /** Identity of the shape prior used ('' when the fit does not depend on one). */
+  readonly priorKey: string;
+  readonly attempt: SliceFit;
+  readonly T: number;
+  readonly forward: number;
+  /** Observation time of the fit, Unix s. */
+  readonly fittedAt: number;
+}
+
+const signatures = new WeakMap<EligibleGroup, string>();
+/**
+ * The inputs of an expiry's fit as one string: forward and every quote's strike, mark, bid and ask IV (exact
+ * numbers). Equal signatures mean a refit would see the same data (T aside). Memoized per group object.
+ */
+export function inputSignature(g: EligibleGroup): string {
+  let sig = signatures.get(g);
+  if (sig === undefined) {
+    const parts: string[] = [String(g.forward)];
+    for (const q of g.quotes) parts.push(`${q.strike}:${q.markIv}:${q.bidIv}:${q.askIv}`);
+    sig = parts.join('|');
+    signatures.set(g, sig);
+  }
+  return sig;
+}
+
+/**
+ * A chain fit stopped at a slice boundary because the caller asked it to yield (fitChain's `shouldYield`: an urgent
+ * fit waits for this worker). Not a failure: the slices refitted so far are kept in the pair's memory.
+ */
+export class FitYielded extends Error {
+  constructor() {
+    super('chain fit yielded to an urgent one');
+    this.name = 'FitYielded';
+  }
+}
