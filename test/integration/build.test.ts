@@ -68,9 +68,18 @@ describe('the production build', () => {
       ready = await fetch(`${url}/ready`);
     }
     expect(ready.status, await ready.clone().text()).toBe(200);
-    const surface = await fetch(`${url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`);
-    expect(surface.status).toBe(200);
-    const body = (await surface.json()) as { expiries: Array<{ forwardPrice: number }> };
+    // the first surface after /ready may predate the feed's later subscription batches (3 BTC expiries seen on a
+    // loaded machine): poll until the whole listing is fitted
+    const surfaceUrl = `${url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`;
+    let body = { expiries: [] as Array<{ forwardPrice: number }> };
+    const listedBy = Date.now() + 60_000;
+    for (;;) {
+      const surface = await fetch(surfaceUrl);
+      expect(surface.status).toBe(200);
+      body = (await surface.json()) as typeof body;
+      if (body.expiries.length > 5 || Date.now() > listedBy) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
     expect(body.expiries.length).toBeGreaterThan(5);
     const page = await fetch(`${url}/`);
     expect(page.status).toBe(200);
