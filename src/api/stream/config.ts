@@ -24,6 +24,8 @@ export const STREAM_CONFIG_SHAPE = {
   STREAM_RESUME_WINDOW_S: z.coerce.number().int().min(0).default(600),
   /** With API keys: ms a WebSocket opened without the header has to send public/auth before it is closed (4001). */
   STREAM_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
+  /** ms between the close frame sent to a slow consumer (or any close) and the socket destroyed if the peer does not read it. */
+  STREAM_CLOSE_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
 };
 
 /** Limits and timings of the stream hub (see {@link STREAM_CONFIG_SHAPE} for each). */
@@ -71,5 +73,6 @@ export function streamLimitsFromConfig(c: { [K in keyof typeof STREAM_CONFIG_SHA
     resumeDepth: c.STREAM_RESUME_DEPTH,
     resumeWindowS: c.STREAM_RESUME_WINDOW_S,
     authTimeoutMs: c.STREAM_AUTH_TIMEOUT_MS,
+    closeGraceMs: c.STREAM_CLOSE_GRACE_MS,
   };
 }
