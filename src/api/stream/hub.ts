@@ -79,6 +79,8 @@ export interface StreamTransport {
 export type ResumeOutcome = 'replayed' | 'reset' | 'current' | 'up-to-date' | 'none';
 
 const IDENTITY = new Set(['source', 'baseCurrency', 'quoteCurrency', 'volatilityModel', 'sequence', 'observationTimestamp', 'publishTimestamp', 'instrumentId', 'reset']);
+/** Messages a subscription queues before live updates replace each other even on a writable socket. */
+export const MAX_LIVE_QUEUE = 256;
 const CONFLATABLE: ReadonlySet<ChannelKind> = new Set(['surface', 'iv_summary', 'iv', 'forward_curve', 'status']);
 const RECORDED: ReadonlySet<ChannelKind> = new Set(['surface', 'iv_summary', 'forward_curve']);
 
@@ -173,10 +175,15 @@ export class Subscription {
     this.enqueue({ entry, reset: false, replay: false });
   }
 
-  /** Queue one message; a live one replaces a live one not written yet (conflation). */
+  /**
+   * Queue one message. While the connection's socket is blocked (or this queue already holds `resumeDepth`
+   * messages), a live update replaces the live one not written yet (conflation, latest wins); otherwise every
+   * update is queued, so a client that keeps up misses none.
+   */
   enqueue(item: Item): void {
     const last = this.queue[this.queue.length - 1];
-    if (last && !last.replay && !item.replay && CONFLATABLE.has(this.state.channel.kind)) {
+    const squeeze = this.session.blocked() || this.queue.length >= MAX_LIVE_QUEUE;
+    if (squeeze && last && !last.replay && !item.replay && CONFLATABLE.has(this.state.channel.kind)) {
       this.queue[this.queue.length - 1] = item;
       this.session.hub.countConflation(this.state.channel.kind);
     } else this.queue.push(item);
@@ -217,6 +224,11 @@ export class Session {
     readonly hub: StreamHub,
     readonly transport: StreamTransport,
   ) {}
+
+  /** Whether the socket was found full at the last flush (and has not drained since). */
+  blocked(): boolean {
+    return this.blockedSince !== null;
+  }
 
   /** Ask the hub to flush this session soon. */
   markDirty(): void {
