@@ -35,8 +35,8 @@ function fakeTransport() {
     blocked: false,
     closedWith: null as null | { code: number; reason: string },
     buffered: () => (t.blocked ? 1e12 : 0),
-    write: (sub: { state: { channel: { name: string } } }, item: Item, text: string) => {
-      sent.push({ channel: sub.state.channel.name, text, item });
+    write: (sub: { state: { channel: { name: string } } }, item: Item, text: string | Buffer) => {
+      sent.push({ channel: sub.state.channel.name, text: text.toString(), item });
       return text.length;
     },
     close: (code: number, reason: string) => {

@@ -137,7 +137,7 @@ export const streamRoutes =
         const transport: StreamTransport = {
           kind: 'sse',
           buffered: () => res.writableLength,
-          write: (sub: Subscription, item: Item, json: string) => {
+          write: (sub: Subscription, item: Item, json: string | Buffer) => {
             last.set(sub.state.channel.name, item.entry.sequence);
             const id = [...last].map(([c, s]) => `${c}:${s}`).join(',');
             const text = `id: ${id}\ndata: {"channel":${JSON.stringify(item.entry.channel)},"data":${json}}\n\n`;

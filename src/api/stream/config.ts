@@ -15,7 +15,7 @@ export const STREAM_CONFIG_SHAPE = {
   /** Client messages per second per connection (burst of twice that); more get JSON-RPC 10028 too_many_requests. */
   STREAM_MAX_REQUESTS_PER_S: z.coerce.number().min(1).default(20),
   /** Bytes queued in a connection's socket above which nothing more is written (updates wait there, latest wins per channel). */
-  STREAM_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(4_194_304),
+  STREAM_MAX_BUFFERED_BYTES: z.coerce.number().int().min(1024).default(1_048_576),
   /** A connection whose socket stays above STREAM_MAX_BUFFERED_BYTES this long, ms, is closed (code 4008 "slow consumer"). */
   STREAM_STALL_MS: z.coerce.number().int().min(100).default(10_000),
   /** Updates kept per channel for resume (`since`, Last-Event-ID); an older gap gets the current document with reset: true. */
@@ -51,7 +51,7 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   maxSubscriptions: 500,
   maxMessageBytes: 65_536,
   maxRequestsPerS: 20,
-  maxBufferedBytes: 4_194_304,
+  maxBufferedBytes: 1_048_576,
   stallMs: 10_000,
   resumeDepth: 64,
   resumeWindowS: 600,

@@ -37,8 +37,8 @@ export interface Entry {
   data: Record<string, unknown> | null;
   /** The implied vol of an `iv` entry (its threshold test), else null. */
   readonly vol: number | null;
-  /** The unfiltered WebSocket notification, built on first use. */
-  frame: string | null;
+  /** The unfiltered WebSocket notification as UTF-8 bytes, built on first use and written as is to every subscriber. */
+  frame: Buffer | null;
   /** Filtered renderings of `data` by filter key, built on first use. */
   variants: Map<string, string> | null;
 }
@@ -69,10 +69,13 @@ export interface StreamTransport {
   readonly kind: 'ws' | 'sse';
   /** Bytes queued in the socket and not yet written to the kernel. */
   buffered(): number;
-  /** Write one message of `sub`; returns the bytes written. */
-  write(sub: Subscription, item: Item, text: string): number;
+  /** Write one message of `sub` (a shared UTF-8 WebSocket frame payload, or text); returns the bytes written. */
+  write(sub: Subscription, item: Item, text: string | Buffer): number;
   /** Close with a code (RFC 6455 7.4; 4008 = slow consumer) and a reason. */
   close(code: number, reason: string): void;
+  /** Hold the writes of one flush in the socket and send them in one system call (net.Socket cork/uncork). */
+  cork?(): void;
+  uncork?(): void;
 }
 
 /** Outcome of a resume (`since`) on subscribe. */
@@ -130,12 +133,15 @@ export class Subscription {
     this.key = filterKey(options);
   }
 
-  /** The text of `item` for this subscription's filters (`reset` added when set). */
-  render(item: Item, ws: boolean): string {
+  /**
+   * The text of `item` for this subscription's filters (`reset` added when set): the SSE `data` JSON, or the
+   * WebSocket notification (unfiltered: one Buffer shared by every subscriber, encoded once).
+   */
+  render(item: Item, ws: boolean): string | Buffer {
     const e = item.entry;
     if (!this.key && !item.reset) {
       if (!ws) return e.json;
-      return (e.frame ??= notificationText(e.channel, e.json));
+      return (e.frame ??= Buffer.from(notificationText(e.channel, e.json), 'utf8'));
     }
     let json: string;
     if (this.key) {
@@ -242,25 +248,30 @@ export class Session {
   flush(): void {
     if (this.closed) return;
     const limits = this.hub.limits;
+    const ws = this.transport.kind === 'ws';
+    const now = Date.now();
     let pending = false;
-    for (const sub of this.subs.values()) {
-      while (sub.queue.length > 0) {
-        if (this.transport.buffered() >= limits.maxBufferedBytes) {
-          pending = true;
-          break;
+    this.transport.cork?.();
+    try {
+      for (const sub of this.subs.values()) {
+        while (sub.queue.length > 0) {
+          if (this.transport.buffered() >= limits.maxBufferedBytes) {
+            pending = true;
+            break;
+          }
+          const item = sub.queue.shift()!;
+          const bytes = this.transport.write(sub, item, sub.render(item, ws));
+          sub.lastSentAt = now;
+          this.hub.countMessage(sub.state.channel.kind, bytes);
         }
-        const item = sub.queue.shift()!;
-        const text = sub.render(item, this.transport.kind === 'ws');
-        const bytes = this.transport.write(sub, item, text);
-        sub.lastSentAt = Date.now();
-        this.hub.countMessage(sub.state.channel.kind, bytes);
       }
+    } finally {
+      this.transport.uncork?.();
     }
     if (!pending) {
       this.blockedSince = null;
       return;
     }
-    const now = Date.now();
     this.blockedSince ??= now;
     if (now - this.blockedSince >= limits.stallMs) {
       this.hub.countSlowClose(this.transport.kind);
@@ -328,8 +339,26 @@ class StreamMetrics {
         for (const [kind, n] of hub.subscriptionCounts()) this.set({ kind }, n);
       },
     });
-    this.messages = new Counter({ name: 'volsurf_stream_messages_total', help: 'Notifications written to streaming connections, by channel kind', labelNames: ['kind'], registers: [registry] });
-    this.bytes = new Counter({ name: 'volsurf_stream_bytes_total', help: 'Bytes of notifications written to streaming connections', registers: [registry] });
+    // counted in plain numbers on the hot path (one per message written), handed to prom-client at scrape time
+    this.messages = new Counter({
+      name: 'volsurf_stream_messages_total',
+      help: 'Notifications written to streaming connections, by channel kind',
+      labelNames: ['kind'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [kind, n] of hub.sent) this.inc({ kind }, n);
+      },
+    });
+    this.bytes = new Counter({
+      name: 'volsurf_stream_bytes_total',
+      help: 'Bytes of notifications written to streaming connections',
+      registers: [registry],
+      collect() {
+        this.reset();
+        this.inc(hub.sentBytes);
+      },
+    });
     this.conflated = new Counter({
       name: 'volsurf_stream_conflated_total',
       help: 'Updates replaced by a newer one before being written (interval_ms, or a socket slower than the updates), by channel kind',
@@ -455,10 +484,14 @@ export class StreamHub {
     this.metrics.conflated.inc({ kind });
   }
 
+  /** Messages written per channel kind, and their bytes, since start (volsurf_stream_messages_total, _bytes_total). */
+  readonly sent = new Map<ChannelKind, number>();
+  sentBytes = 0;
+
   /** Count a written message. */
   countMessage(kind: ChannelKind, bytes: number): void {
-    this.metrics.messages.inc({ kind });
-    this.metrics.bytes.inc(bytes);
+    this.sent.set(kind, (this.sent.get(kind) ?? 0) + 1);
+    this.sentBytes += bytes;
   }
 
   /** Count a slow-consumer close. */

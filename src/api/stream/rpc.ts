@@ -135,14 +135,19 @@ export function serveWebSocket(socket: WebSocket, ctx: RpcContext): void {
       graceTimer.unref?.();
     }
   };
+  /** The ws socket's net.Socket (ws keeps it in `_socket`), for cork/uncork around a flush. */
+  const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
   const transport: StreamTransport = {
     kind: 'ws',
     buffered: () => socket.bufferedAmount,
     write: (_sub, _item, text) => {
-      socket.send(text);
+      // a Buffer is the shared, already encoded notification: sent as a text frame without a copy
+      socket.send(text, { binary: false });
       return text.length;
     },
     close,
+    cork: () => raw()?.cork(),
+    uncork: () => raw()?.uncork(),
   };
   /** Open the hub session for `owner`; false (and the socket closing) when the owner is at its limit. */
   const openSession = (owner: string, id: Id): boolean => {
