@@ -41,6 +41,7 @@ const OTHER_ENDPOINTS: Array<[string, string]> = [
   ['get', '/dashboard/api/history'],
   ['get', '/api/v1/stream'],
   ['get', '/asyncapi.json'],
+  ['get', '/dashboard/api/streaming'],
 ];
 
 let app: FastifyInstance;

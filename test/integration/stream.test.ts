@@ -266,8 +266,35 @@ describe('streaming API, no API keys', () => {
     socket.resume();
     await slow.until(() => slow.closed, 60_000, 'the close of the stalled client');
     expect(slow.closed).toEqual({ code: 4008, reason: expect.stringMatching(/^slow consumer/) });
+    // the dashboard's streaming panel counts it
+    const panel = await http('GET', `${svc.url}/dashboard/api/streaming`);
+    expect(panel.status).toBe(200);
+    expect(panel.body.slowCloses).toBeGreaterThanOrEqual(1);
+    expect(panel.body.connections.ws).toBeGreaterThanOrEqual(1);
+    expect(panel.body.subscriptions.surface).toBeGreaterThanOrEqual(1);
+    expect(panel.body.messages).toBeGreaterThan(0);
     fast.close();
   }, 240_000);
+
+  it('funding: the newest settled point, its settlement time as sequence; since an older one, every point after it in order', async () => {
+    const inst = await waitFor(async () => ((await http('GET', `${svc.url}/api/v1/global/data/fundingInstruments?source=DERIBIT`)).body as any[]).find((i) => i.baseCurrency === 'BTC' && i.points >= 3), 60_000, 'BTC funding history');
+    const ch = `funding.DERIBIT.${inst.instrumentId}`;
+    const rest = await http('GET', `${svc.url}/api/v1/global/data/fundingRates?source=DERIBIT&instrumentId=${inst.instrumentId}&startTime=0&endTime=${Math.ceil(svc.clock.now())}`);
+    const points = (rest.body as Array<{ timestamp: number; interest: number }>).slice().reverse(); // oldest first
+    const c = await StreamClient.connect(WS);
+    await c.request('public/subscribe', { channels: [`funding.XCHG_A.${inst.instrumentId}`] });
+    const now = await c.until(() => c.of(ch)[0], 30_000, 'the newest funding point');
+    expect(now.data.sequence).toBe(now.data.timestamp);
+    expect(now.data.timestamp).toBeGreaterThanOrEqual(points.at(-1)!.timestamp);
+    const d = await StreamClient.connect(WS);
+    const since = points.at(-3)!.timestamp;
+    await d.request('public/subscribe', { channels: [ch], since: { [ch]: since } });
+    await d.until(() => d.of(ch).length >= 2, 30_000, 'the points after since');
+    const got = d.of(ch).map((n) => [n.data.timestamp, n.data.interest]);
+    expect(got.slice(0, 2)).toEqual(points.slice(-2).map((p) => [p.timestamp, p.interest]));
+    c.close();
+    d.close();
+  }, 120_000);
 
   it('Python websockets (a client not written here) resumes from a sequence with no gap and no duplicate', async (ctx) => {
     const py = pythonWithWebsockets();

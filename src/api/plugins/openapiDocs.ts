@@ -428,6 +428,23 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     responseContentType: 'text/event-stream',
     errors: [400, 401, 429, 503],
   },
+  'GET /dashboard/api/streaming': {
+    tags: ['monitoring'],
+    description: 'The figures of the dashboard\'s "Streaming API" panel: open WebSocket and SSE connections, subscriptions per channel kind, and counters since start (docs/streaming.md "Metrics" has the same as Prometheus series). With API keys configured it needs header X-API-Key or the dashboard session cookie.',
+    response: z.object({
+      generatedAt: num().describe('Service clock, Unix seconds'),
+      connections: z.object({ ws: num().describe('Open WebSocket connections'), sse: num().describe('Open SSE streams') }).describe('Open connections per transport'),
+      subscriptions: z.record(z.string(), num()).describe('Subscriptions held, by channel kind'),
+      messages: num().describe('Notifications written since start'),
+      bytes: num().describe('Bytes of notifications written since start'),
+      conflated: num().describe('Updates replaced by a newer one before being written, since start'),
+      slowCloses: num().describe('Connections closed as slow consumers (4008), since start'),
+      resumes: z.record(z.string(), num()).describe('Subscriptions with since / Last-Event-ID, by outcome'),
+      rpcErrors: num().describe('JSON-RPC errors answered, since start'),
+      rejected: num().describe('Connections refused or closed for a limit or a credential, since start'),
+    }),
+    errors: [401],
+  },
   'GET /asyncapi.json': {
     tags: ['streaming'],
     description: 'The AsyncAPI 3.0.0 document of the streaming API: the WebSocket server /api/v1/ws (JSON-RPC 2.0 requests, responses, heartbeats) and the SSE server /api/v1/stream, one channel per channel kind with its notification payload.',

@@ -28,6 +28,8 @@ import { asyncApiDocument } from '../stream/asyncapi.js';
 export const STREAM_WS_PATH = '/api/v1/ws';
 /** Path of the SSE twin. */
 export const STREAM_SSE_PATH = '/api/v1/stream';
+/** The dashboard's streaming panel (JSON; a dashboard data route: X-API-Key or the session with keys). */
+export const STREAM_STATS_PATH = '/dashboard/api/streaming';
 /** Path of the AsyncAPI document. */
 export const ASYNCAPI_PATH = '/asyncapi.json';
 
@@ -176,6 +178,11 @@ export const streamRoutes =
         res.on('error', cleanup);
       },
     );
+
+    app.get(STREAM_STATS_PATH, { schema: { summary: 'Streaming API figures for the dashboard panel (connections, subscriptions, messages, conflations, slow closes)' } }, async () => ({
+      generatedAt: opts.clock.now(),
+      ...(await hub.stats()),
+    }));
 
     app.get(ASYNCAPI_PATH, { schema: { summary: 'AsyncAPI 3 description of the streaming API (WebSocket /api/v1/ws and SSE /api/v1/stream)' } }, async () => asyncApiDocument());
 

@@ -372,6 +372,19 @@ class StreamMetrics {
   }
 }
 
+/** What {@link StreamHub.stats} answers (counts since the service started). */
+export interface StreamStats {
+  readonly connections: { readonly ws: number; readonly sse: number };
+  readonly subscriptions: Readonly<Record<string, number>>;
+  readonly messages: number;
+  readonly bytes: number;
+  readonly conflated: number;
+  readonly slowCloses: number;
+  readonly resumes: Readonly<Record<string, number>>;
+  readonly rpcErrors: number;
+  readonly rejected: number;
+}
+
 /** Options of {@link StreamHub}. */
 export interface StreamHubOptions {
   readonly limits?: Partial<StreamLimits>;
@@ -418,6 +431,29 @@ export class StreamHub {
   /** The open sessions. */
   sessions(): Iterable<Session> {
     return this.open;
+  }
+
+  /**
+   * The dashboard's streaming panel: open connections per transport, subscriptions per channel kind, and the
+   * counters since start (messages and bytes written, conflated updates, slow-consumer closes, resumes by outcome,
+   * JSON-RPC errors, refused connections).
+   */
+  async stats(): Promise<StreamStats> {
+    const sum = async (c: Counter<string> | Counter) => (await c.get()).values.reduce((a, v) => a + v.value, 0);
+    const by = async (c: Counter<string>, label: string) => Object.fromEntries((await c.get()).values.map((v) => [String(v.labels[label]), v.value]));
+    const connections = { ws: 0, sse: 0 };
+    for (const s of this.open) connections[s.transport.kind]++;
+    return {
+      connections,
+      subscriptions: Object.fromEntries(this.subscriptionCounts()),
+      messages: [...this.sent.values()].reduce((a, n) => a + n, 0),
+      bytes: this.sentBytes,
+      conflated: await sum(this.metrics.conflated),
+      slowCloses: await sum(this.metrics.slowCloses),
+      resumes: await by(this.metrics.resumes, 'outcome'),
+      rpcErrors: await sum(this.metrics.rpcErrors),
+      rejected: await sum(this.metrics.rejected),
+    };
   }
 
   /** Subscriptions per channel kind. */
