@@ -11,6 +11,7 @@ import { parseChannel } from '../../src/api/stream/channels.js';
 import { StreamHub, filterData, type Item, type StreamTransport } from '../../src/api/stream/hub.js';
 import { parseSubscribe } from '../../src/api/stream/rpc.js';
 import { parseEventId } from '../../src/api/routes/stream.js';
+import { asyncApiDocument } from '../../src/api/stream/asyncapi.js';
 import type { SurfaceSnapshot } from '../../src/cache/snapshot.js';
 import { realChainCache, type RealChainCache } from '../helpers/realChainCache.js';
 
@@ -188,5 +189,27 @@ describe('the hub', () => {
     expect(h.openSession(fakeTransport().t, 'key:k')).not.toBeNull();
     expect(h.openSession(fakeTransport().t, 'key:k')).toBeNull();
     expect(h.canOpen('key:other')).toBe(true);
+  });
+});
+
+describe('the AsyncAPI document', () => {
+  it('is AsyncAPI 3.0.0 with one channel per kind, and every $ref resolves inside it', () => {
+    const doc = asyncApiDocument() as Record<string, any>;
+    expect(doc.asyncapi).toBe('3.0.0');
+    expect(Object.values(doc.channels).map((c: any) => c.address).sort()).toEqual(
+      ['/api/v1/ws', 'forward_curve.{source}.{pair}', 'funding.{source}.{instrument}', 'iv.{source}.{pair}.{model}.{by}.{expiry}.{value}', 'iv_summary.{source}.{pair}.{model}', 'status', 'surface.{source}.{pair}.{model}'].sort(),
+    );
+    const refs: string[] = [];
+    const walk = (x: unknown): void => {
+      if (Array.isArray(x)) x.forEach(walk);
+      else if (x && typeof x === 'object') for (const [k, v] of Object.entries(x)) k === '$ref' ? refs.push(v as string) : walk(v);
+    };
+    walk(doc);
+    expect(refs.length).toBeGreaterThan(20);
+    for (const r of refs) {
+      const target = r.replace(/^#\//, '').split('/').reduce<any>((o, k) => o?.[k.replace(/~1/g, '/')], doc);
+      expect(target, r).toBeDefined();
+    }
+    for (const op of Object.values(doc.operations) as any[]) expect(['send', 'receive']).toContain(op.action);
   });
 });

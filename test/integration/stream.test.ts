@@ -243,6 +243,19 @@ describe('streaming API, no API keys', () => {
     c.close();
   }, 120_000);
 
+  it('heartbeat: a test_request every interval; answered it keeps the socket, unanswered it closes it (4000)', async () => {
+    const c = await StreamClient.connect(WS);
+    expect((await c.request('public/set_heartbeat', { interval: 10 })).result).toBe('ok');
+    const isTestRequest = (m: any) => m.method === 'heartbeat' && m.params?.type === 'test_request';
+    await c.until(() => c.other.filter(isTestRequest).length >= 1, 30_000, 'a first test_request');
+    expect((await c.request('public/test')).result).toEqual({ version: '1.0.0' });
+    await c.until(() => c.other.filter(isTestRequest).length >= 2, 30_000, 'a second test_request');
+    expect(c.closed).toBeNull();
+    // the second is left unanswered
+    await c.until(() => c.closed, 30_000, 'the close after an unanswered test_request');
+    expect(c.closed).toEqual({ code: 4000, reason: expect.stringMatching(/^heartbeat/) });
+  }, 90_000);
+
   it('a stalled client (socket not read) is closed with 4008 while another keeps receiving every update', async () => {
     const fast = await StreamClient.connect(WS);
     await fast.request('public/subscribe', { channels: [CH] });
