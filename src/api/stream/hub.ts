@@ -171,12 +171,16 @@ export class Subscription {
             this.heldTimer = null;
             const h = this.held;
             this.held = null;
-            if (h) this.enqueue({ entry: h, reset: false, replay: false });
+            if (h) {
+              this.lastSentAt = Date.now();
+              this.enqueue({ entry: h, reset: false, replay: false });
+            }
           }, Math.max(wait, 1));
           this.heldTimer.unref?.();
         }
         return;
       }
+      this.lastSentAt = Date.now(); // the interval runs from this one (not from its write)
     }
     this.enqueue({ entry, reset: false, replay: false });
   }
@@ -624,7 +628,13 @@ export class StreamHub {
 
   private record(st: ChannelState, e: Entry | null): void {
     if (!e) return;
-    if (st.latest) st.latest.data = null;
+    const old = st.latest;
+    if (old) {
+      // a superseded entry keeps only its JSON (for resume); a queued copy rebuilds its frame if it needs it
+      old.data = null;
+      old.frame = null;
+      old.variants = null;
+    }
     st.latest = e;
     if (RECORDED.has(st.channel.kind)) {
       st.ring.push(e);
