@@ -186,8 +186,8 @@ export class Subscription {
   }
 
   /**
-   * Queue one message. While the connection's socket is blocked (or this queue already holds `resumeDepth`
-   * messages), a live update replaces the live one not written yet (conflation, latest wins); otherwise every
+   * Queue one message. While the connection's socket is blocked (or this queue already holds
+   * {@link MAX_LIVE_QUEUE} messages), a live update replaces the live one not written yet (conflation, latest wins); otherwise every
    * update is queued, so a client that keeps up misses none.
    */
   enqueue(item: Item): void {
