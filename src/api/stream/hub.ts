@@ -320,7 +320,9 @@ class StreamMetrics {
   readonly resumes: Counter<'outcome'>;
   readonly rpcErrors: Counter<'code'>;
   readonly rejected: Counter<'reason'>;
+  readonly renderErrors: Counter;
   constructor(registry: Registry, hub: StreamHub) {
+    this.renderErrors = new Counter({ name: 'volsurf_stream_render_errors_total', help: 'Cache updates the stream hub could not render (skipped; never thrown into the pipeline)', registers: [registry] });
     this.connections = new Gauge({
       name: 'volsurf_stream_connections',
       help: 'Open streaming connections (WebSocket /api/v1/ws, SSE /api/v1/stream)',
@@ -418,7 +420,17 @@ export class StreamHub {
   ) {
     this.limits = { ...DEFAULT_STREAM_LIMITS, ...opts.limits };
     this.metrics = new StreamMetrics(this.registry, this);
-    this.sub = cache.updates$.subscribe({ next: (u) => this.onUpdate(u) });
+    // never throws into the cache's Subject (the pipeline, the publisher and the dashboard share it): a document that
+    // cannot be rendered is skipped and counted (volsurf_stream_render_errors_total)
+    this.sub = cache.updates$.subscribe({
+      next: (u) => {
+        try {
+          this.onUpdate(u);
+        } catch {
+          this.metrics.renderErrors.inc();
+        }
+      },
+    });
     this.checkStatus();
     this.statusTimer = setInterval(() => this.tick(), this.limits.statusCheckMs);
     this.statusTimer.unref?.();
