@@ -183,6 +183,23 @@ describe('the hub', () => {
     expect(a.sent).toHaveLength(5);
   });
 
+  it('an update it cannot render is skipped and counted; it never throws into the cache\'s shared Subject', async () => {
+    const h = hub();
+    const { t, sent } = fakeTransport();
+    h.subscribe(h.openSession(t, 'ip:x')!, (parseChannel(CH) as { channel: never }).channel, {});
+    await turn();
+    const others: number[] = [];
+    const tap = market.cache.updates$.subscribe((u) => u.type === 'surface' && others.push(u.snapshot.sequence));
+    const broken = { ...base, sequence: 999_999, surface: { ...base.surface, impliedVol: () => { throw new Error('boom'); } } } as SurfaceSnapshot;
+    market.cache.updates$.next({ type: 'surface', snapshot: broken });
+    const next = recalibrate();
+    await turn();
+    tap.unsubscribe();
+    expect(others).toEqual([999_999, next]);
+    expect(sent.map((x) => data(x).sequence).at(-1)).toBe(next);
+    expect((await h.registry.getSingleMetric('volsurf_stream_render_errors_total')!.get()).values[0]!.value).toBe(1);
+  });
+
   it('connections per owner are limited', () => {
     const h = hub({ maxConnectionsPerKey: 2 });
     expect(h.openSession(fakeTransport().t, 'key:k')).not.toBeNull();
