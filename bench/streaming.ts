@@ -178,7 +178,7 @@ export async function runStreaming(): Promise<{ rows: BenchRow[]; notes: string[
     const withStalled = await measure(child, clients, windowS);
     // the close comes once the kernel's socket buffers and STREAM_MAX_BUFFERED_BYTES are full, plus STREAM_STALL_MS
     // (read from the service's own count: the paused client may not see the close until it reads again)
-    const slowCloses = async () => ((await (await fetch(`${ready.url}/dashboard/api/streaming`)).json()) as { slowCloses: number }).slowCloses;
+    const slowCloses = async () => ((await (await fetch(`${ready.url}/dashboard/api/push-stats`)).json()) as { slowCloses: number }).slowCloses;
     const stallStart = nowMs();
     let closed = (await slowCloses()) > 0;
     while (!closed && nowMs() - stallStart < 120_000) {

@@ -41,7 +41,7 @@ const OTHER_ENDPOINTS: Array<[string, string]> = [
   ['get', '/dashboard/api/history'],
   ['get', '/api/v1/stream'],
   ['get', '/asyncapi.json'],
-  ['get', '/dashboard/api/streaming'],
+  ['get', '/dashboard/api/push-stats'],
 ];
 
 let app: FastifyInstance;

@@ -280,7 +280,7 @@ describe('streaming API, no API keys', () => {
     await slow.until(() => slow.closed, 60_000, 'the close of the stalled client');
     expect(slow.closed).toEqual({ code: 4008, reason: expect.stringMatching(/^slow consumer/) });
     // the dashboard's streaming panel counts it
-    const panel = await http('GET', `${svc.url}/dashboard/api/streaming`);
+    const panel = await http('GET', `${svc.url}/dashboard/api/push-stats`);
     expect(panel.status).toBe(200);
     expect(panel.body.slowCloses).toBeGreaterThanOrEqual(1);
     expect(panel.body.connections.ws).toBeGreaterThanOrEqual(1);

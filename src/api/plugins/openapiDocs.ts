@@ -428,7 +428,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     responseContentType: 'text/event-stream',
     errors: [400, 401, 429, 503],
   },
-  'GET /dashboard/api/streaming': {
+  'GET /dashboard/api/push-stats': {
     tags: ['monitoring'],
     description: 'The figures of the dashboard\'s "Streaming API" panel: open WebSocket and SSE connections, subscriptions per channel kind, and counters since start (docs/streaming.md "Metrics" has the same as Prometheus series). With API keys configured it needs header X-API-Key or the dashboard session cookie.',
     response: z.object({

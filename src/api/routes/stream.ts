@@ -29,7 +29,7 @@ export const STREAM_WS_PATH = '/api/v1/ws';
 /** Path of the SSE twin. */
 export const STREAM_SSE_PATH = '/api/v1/stream';
 /** The dashboard's streaming panel (JSON; a dashboard data route: X-API-Key or the session with keys). */
-export const STREAM_STATS_PATH = '/dashboard/api/streaming';
+export const STREAM_STATS_PATH = '/dashboard/api/push-stats';
 /** Path of the AsyncAPI document. */
 export const ASYNCAPI_PATH = '/asyncapi.json';
 

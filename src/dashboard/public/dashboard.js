@@ -1089,13 +1089,13 @@
   }
 
   // ------------------------------------------------------------------ streaming API panel
-  // GET /dashboard/api/streaming every 5 s (connections, subscriptions, counters since start; docs/streaming.md);
+  // GET /dashboard/api/push-stats every 5 s (connections, subscriptions, counters since start; docs/streaming.md);
   // messages/s from two successive answers. The panel stays hidden while the route does not answer.
   let streamPrev = null;
   async function pollStreaming() {
     let s;
     try {
-      const r = await fetch('/dashboard/api/streaming', { headers: { accept: 'application/json' } });
+      const r = await fetch('/dashboard/api/push-stats', { headers: { accept: 'application/json' } });
       if (!r.ok) return;
       s = await r.json();
     } catch {
