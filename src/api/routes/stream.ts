@@ -1,7 +1,8 @@
 /**
  * The streaming API (docs/streaming.md): GET /api/v1/ws (WebSocket JSON-RPC 2.0, ../stream/rpc.ts), its
  * Server-Sent Events twin GET /api/v1/stream?channels=... (same channels, documents and sequences; resume with
- * Last-Event-ID), and the AsyncAPI 3 description of both at GET /asyncapi.json. Updates come from the stream hub
+ * Last-Event-ID), the AsyncAPI 3 description of both at GET /asyncapi.json, and the dashboard's "Streaming API"
+ * panel figures at GET /dashboard/api/push-stats. Updates come from the stream hub
  * (../stream/hub.ts), which never waits on a socket.
  *
  * Security as REST: both are under /api, so the rate limit applies to the handshake and, with API keys, the SSE
@@ -65,6 +66,11 @@ export interface StreamRouteOptions {
   readonly keys: KeyRing | null;
 }
 
+/**
+ * The plugin of GET /api/v1/ws, GET /api/v1/stream, GET /dashboard/api/push-stats and GET /asyncapi.json (module
+ * docstring). @fastify/websocket must be registered on the app before it. The hub is closed when the app closes
+ * (its open streams would keep app.close() waiting).
+ */
 export const streamRoutes =
   (opts: StreamRouteOptions): FastifyPluginAsyncZod =>
   async (app) => {
