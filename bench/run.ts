@@ -17,7 +17,7 @@
  * - BENCH_THROTTLES: CALIBRATION_THROTTLE_MS values of the freshness runs (default "250,50");
  * - BENCH_POLL_MS: REST poll interval of the freshness run (default 10);
  * - BENCH_STREAM_CLIENTS: client counts of the streaming section (default "1,100,1000"); BENCH_STREAM_WINDOW_S: its
- *   measuring window per run, s (default 20; 8 when quick).
+ *   measuring window per run, s (default 20; 8 when quick); BENCH_STREAM_INTERVAL_MS: the clients' interval_ms.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';

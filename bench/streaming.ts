@@ -18,7 +18,8 @@
  * The clients only look for `"publishTimestamp":` in each frame (no JSON parse), so that this process's own load
  * stays small beside the service's. Targets (issue 23, on this 2-core machine): 1,000 clients p99 < 25 ms and
  * < 0.3 core more than with none; the stalled client changes nobody's p99.
- * BENCH_STREAM_CLIENTS (default "1,100,1000") lists the client counts. The child runs with RATE_LIMIT_MAX=0 (1,000
+ * BENCH_STREAM_CLIENTS (default "1,100,1000") lists the client counts; BENCH_STREAM_INTERVAL_MS subscribes with that
+ * interval_ms (the latency is then from the publish of the update sent, which may have waited up to the interval). The child runs with RATE_LIMIT_MAX=0 (1,000
  * handshakes from one address) and OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0 (on a loaded machine the overload guard would
  * answer the handshakes 503: the figure wanted is the stream's, not the guard's).
  */
@@ -36,6 +37,9 @@ interface Stats {
 
 const CHANNELS = SOURCES.flatMap((s) => SUPPORTED_PAIRS[s].flatMap((p) => [`surface.${s}.${p.base}-${p.quote}.SVI`, `iv_summary.${s}.${p.base}-${p.quote}.SVI`]));
 const MARK = Buffer.from('"publishTimestamp":');
+/** BENCH_STREAM_INTERVAL_MS: subscribe with this interval_ms (default 0: every update). */
+const INTERVAL_MS = Number(process.env.BENCH_STREAM_INTERVAL_MS ?? 0);
+const SUBSCRIBED = `18 channels (9 pairs' SVI surface + IV summary)${INTERVAL_MS > 0 ? `, interval_ms ${INTERVAL_MS}` : ''}`;
 const nowMs = () => performance.timeOrigin + performance.now();
 
 /** One measuring client: latencies of the window, message count. */
@@ -76,7 +80,7 @@ async function connect(url: string, n: number): Promise<Client[]> {
         });
         const c = new Client(ws);
         const answered = new Promise<void>((resolve) => ws.once('message', () => resolve()));
-        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'public/subscribe', params: { channels: CHANNELS } }));
+        ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'public/subscribe', params: { channels: CHANNELS, ...(INTERVAL_MS > 0 ? { interval_ms: INTERVAL_MS } : {}) } }));
         await answered;
         return c;
       }),
@@ -145,7 +149,7 @@ export async function runStreaming(): Promise<{ rows: BenchRow[]; notes: string[
       const is1000 = n === 1000;
       rows.push({
         section: 'streaming',
-        name: `${n} WebSocket client${n > 1 ? 's' : ''} x 18 channels (9 pairs' SVI surface + IV summary): push latency p99`,
+        name: `${n} WebSocket client${n > 1 ? 's' : ''} x ${SUBSCRIBED}: push latency p99`,
         value: r.p99,
         unit: 'ms',
         limit: null,
