@@ -116,6 +116,17 @@ describe('the hub', () => {
     expect(conflated).toBe(2);
   });
 
+  it('interval_ms: once the interval is over, the newest update held goes out (and only it)', async () => {
+    const h = hub();
+    const { t, sent } = fakeTransport();
+    h.subscribe(h.openSession(t, 'ip:test')!, (parseChannel(CH) as { channel: never }).channel, { intervalMs: 100 });
+    await turn();
+    recalibrate();
+    const newest = recalibrate();
+    for (let i = 0; i < 200 && sent.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    expect(sent.map((x) => data(x).sequence).slice(1)).toEqual([newest]);
+  });
+
   it('fields and expiries send less: identity, sequence and times always; other members as asked', async () => {
     const h = hub();
     const { t, sent } = fakeTransport();

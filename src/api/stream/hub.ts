@@ -82,6 +82,8 @@ export interface StreamTransport {
 export type ResumeOutcome = 'replayed' | 'reset' | 'current' | 'up-to-date' | 'none';
 
 const IDENTITY = new Set(['source', 'baseCurrency', 'quoteCurrency', 'volatilityModel', 'sequence', 'observationTimestamp', 'publishTimestamp', 'instrumentId', 'reset']);
+/** Granularity of the interval_ms releases, ms: a held update goes out within this after its interval. */
+export const RELEASE_STEP_MS = 50;
 /** Messages a subscription queues before live updates replace each other even on a writable socket. */
 export const MAX_LIVE_QUEUE = 256;
 const CONFLATABLE: ReadonlySet<ChannelKind> = new Set(['surface', 'iv_summary', 'iv', 'forward_curve', 'status']);
@@ -117,7 +119,9 @@ export class Subscription {
   readonly queue: Item[] = [];
   /** Newest entry held back by interval_ms. */
   held: Entry | null = null;
-  private heldTimer: NodeJS.Timeout | null = null;
+  /** A release of `held` is scheduled with the hub. */
+  private heldScheduled = false;
+  private disposed = false;
   /** Wall ms of the last message sent. */
   lastSentAt = -Infinity;
   /** Sequence of the newest message queued or sent. */
@@ -162,27 +166,29 @@ export class Subscription {
     if (entry.vol !== null && this.lastVol !== null && Math.abs(entry.vol - this.lastVol) <= (this.options.threshold ?? 0)) return;
     const interval = this.options.intervalMs ?? 0;
     if (interval > 0) {
-      const wait = this.lastSentAt + interval - Date.now();
-      if (wait > 0 || this.heldTimer) {
+      const due = this.lastSentAt + interval;
+      if (due > Date.now() || this.heldScheduled) {
         if (this.held) this.session.hub.countConflation(this.state.channel.kind);
         this.held = entry;
-        if (!this.heldTimer) {
-          this.heldTimer = setTimeout(() => {
-            this.heldTimer = null;
-            const h = this.held;
-            this.held = null;
-            if (h) {
-              this.lastSentAt = Date.now();
-              this.enqueue({ entry: h, reset: false, replay: false });
-            }
-          }, Math.max(wait, 1));
-          this.heldTimer.unref?.();
+        if (!this.heldScheduled) {
+          this.heldScheduled = true;
+          this.session.hub.releaseAt(this, due);
         }
         return;
       }
       this.lastSentAt = Date.now(); // the interval runs from this one (not from its write)
     }
     this.enqueue({ entry, reset: false, replay: false });
+  }
+
+  /** The interval is over ({@link StreamHub.releaseAt}): queue the newest update held back, if any. */
+  release(): void {
+    this.heldScheduled = false;
+    const h = this.held;
+    this.held = null;
+    if (!h || this.disposed) return;
+    this.lastSentAt = Date.now();
+    this.enqueue({ entry: h, reset: false, replay: false });
   }
 
   /**
@@ -202,10 +208,9 @@ export class Subscription {
     this.session.markDirty();
   }
 
-  /** Stop the interval timer. */
+  /** Forget what is queued or held (unsubscribed, or the connection is gone). */
   dispose(): void {
-    if (this.heldTimer) clearTimeout(this.heldTimer);
-    this.heldTimer = null;
+    this.disposed = true;
     this.held = null;
     this.queue.length = 0;
   }
@@ -529,6 +534,33 @@ export class StreamHub {
         }
       }
     });
+  }
+
+  /** Release slots of interval_ms: subscriptions to release per 50 ms step, one timer per step (not one per subscription). */
+  private readonly releases = new Map<number, Set<Subscription>>();
+
+  /**
+   * Call `sub.release()` at wall time `dueMs`, rounded up to the next 50 ms step: every held subscription due in a
+   * step shares one timer, so thousands of interval_ms subscribers cost a few timers a second.
+   */
+  releaseAt(sub: Subscription, dueMs: number): void {
+    const step = Math.ceil(dueMs / RELEASE_STEP_MS) * RELEASE_STEP_MS;
+    let set = this.releases.get(step);
+    if (!set) {
+      this.releases.set(step, (set = new Set()));
+      const t = setTimeout(() => {
+        this.releases.delete(step);
+        for (const s of set!) {
+          try {
+            s.release();
+          } catch {
+            /* a subscription that cannot be released is dropped with its connection's next flush */
+          }
+        }
+      }, Math.max(step - Date.now(), 0));
+      t.unref?.();
+    }
+    set.add(sub);
   }
 
   /** Count a conflated update. */
