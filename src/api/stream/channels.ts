@@ -12,7 +12,7 @@
  * MODEL is SVI, SABR or VANNA_VOLGA.
  */
 import { SUPPORTED_PAIRS, isSupportedPair, resolveSource, type Pair, type Source } from '../../domain/markets.js';
-import { VOLATILITY_MODELS, type VolatilityModel } from '../../cache/snapshot.js';
+import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
 
 /** Kinds of channel. */
 export const CHANNEL_KINDS = ['surface', 'iv_summary', 'iv', 'forward_curve', 'funding', 'status'] as const;
