@@ -5,7 +5,8 @@
  * read it.
  *
  * Sections (bench/<section>.ts): ingest, calibration, quality (bench/calibrationQuality.ts: fit quality on the
- * real chains against the reference fits), rest, freshness, reconnect, memory.
+ * real chains against the reference fits), rest, freshness, reconnect, memory, streaming (the WebSocket API with
+ * 1, 100 and 1,000 clients; BENCH_ONLY=streaming runs it alone).
  * Environment:
  * - BENCH_QUICK=1: short runs (a smoke check; figures indicative only);
  * - BENCH_ONLY=ingest,calibration,...: run only these sections;
@@ -14,7 +15,9 @@
  *   freshness section runs 1 and 5 unless it is set, or BENCH_FRESHNESS_RATES lists the rates);
  * - BENCH_RECONNECTS: socket drops of the reconnect section (default 5);
  * - BENCH_THROTTLES: CALIBRATION_THROTTLE_MS values of the freshness runs (default "250,50");
- * - BENCH_POLL_MS: REST poll interval of the freshness run (default 10).
+ * - BENCH_POLL_MS: REST poll interval of the freshness run (default 10);
+ * - BENCH_STREAM_CLIENTS: client counts of the streaming section (default "1,100,1000"); BENCH_STREAM_WINDOW_S: its
+ *   measuring window per run, s (default 20; 8 when quick); BENCH_STREAM_INTERVAL_MS: the clients' interval_ms.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -25,9 +28,10 @@ import { runIngest } from './ingest.js';
 import { runMemory } from './memory.js';
 import { runRest } from './rest.js';
 import { runReconnect } from './reconnect.js';
+import { runStreaming } from './streaming.js';
 import { QUICK, machine, sig, table, type BenchRow } from './lib.js';
 
-const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'reconnect', 'memory'] as const;
+const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'reconnect', 'memory', 'streaming'] as const;
 
 async function main(): Promise<void> {
   const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -47,7 +51,8 @@ async function main(): Promise<void> {
       else if (s === 'calibration') rows.push(...runCalibration());
       else if (s === 'quality') quality = runCalibrationQuality();
       else {
-        const r = s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'reconnect' ? await runReconnect() : await runMemory();
+        const r =
+          s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'reconnect' ? await runReconnect() : s === 'streaming' ? await runStreaming() : await runMemory();
         rows.push(...r.rows);
         notes.push(...r.notes);
       }

@@ -7,9 +7,11 @@
  *
  * IPC: sends `{type: 'ready', url, simulatorPid}` once listening (simulatorPid: the simulators' own process,
  * SIMULATOR_PROCESS=separate, the default); answers `{type: 'stats'}` with its memory and CPU usage
- * (process.cpuUsage, µs: the service's threads, its calibration workers included), feed counters, the
+ * (process.cpuUsage, µs: the service's threads, its calibration workers included; and the main thread's event-loop
+ * utilization, performance.eventLoopUtilization), feed counters, the
  * simulator process's own figures and the calibration pool's. Stops on SIGTERM.
  */
+import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startService, type RunningService } from '../src/service.js';
@@ -38,7 +40,8 @@ async function main(): Promise<void> {
   process.send!({ type: 'ready', url: svc.url, simulatorPid: svc.simulatorProcess?.pid ?? null, calibrationWorkers: svc.calibration.size });
   process.on('message', (m: { type?: string }) => {
     if (m?.type !== 'stats') return;
-    const mine = { memory: process.memoryUsage(), cpu: process.cpuUsage() };
+    // elu: the main thread's event-loop utilization so far (the API, the stream hub and the sockets run there)
+    const mine = { memory: process.memoryUsage(), cpu: process.cpuUsage(), elu: performance.eventLoopUtilization() };
     void (svc.simulatorProcess?.stats() ?? Promise.resolve(null)).then(
       (simProcess) =>
         process.send!({

@@ -33,6 +33,8 @@ import type { SimulatedExchanges, SimulatorEndpoints } from '../adapters/simulat
 import type { SimulatorProcess, SimulatorProcessOptions } from '../adapters/simulator/processClient.js';
 import { startKafkaRole, type KafkaWiring } from './kafka/wiring.js';
 import { buildHealthApp } from './api/healthApp.js';
+import { StreamHub } from './api/stream/hub.js';
+import { streamLimitsFromConfig } from './api/stream/config.js';
 import { liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
 
 /** A running service. */
@@ -63,6 +65,8 @@ export interface RunningService {
   readonly kafka: KafkaWiring;
   /** Prometheus metrics, feed health and the dashboard's data (src/metrics/monitoring.ts). */
   readonly monitoring: Monitoring;
+  /** The streaming API's hub (null for ROLE=calibrator, which serves no API). */
+  readonly stream: StreamHub | null;
   /** Graceful stop: HTTP first, then feeds, then the simulator. */
   stop(): Promise<void>;
 }
@@ -178,6 +182,8 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   void replayDone?.then(() => {
     replayFinished = true;
   });
+  // the streaming API's hub (WebSocket /api/v1/ws, SSE /api/v1/stream): made here so that /metrics shows its series
+  const stream = config.ROLE === 'calibrator' ? null : new StreamHub(cache, { limits: streamLimitsFromConfig(config) });
   const monitoring = new Monitoring({
     cache,
     feeds,
@@ -189,7 +195,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     // an API replica never publishes: no publisher series; its own consumer series instead
     ...(config.ROLE === 'api' ? {} : { publisher: () => kafka.publisher }),
     // the replica's consumer series (ROLE=api), the ownership series of a sharded calibrator
-    registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry].filter((r) => r !== undefined),
+    registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry, stream?.registry].filter((r) => r !== undefined && r !== null),
     // the pool is made just below (a scrape reads it later); an API replica fits nothing
     ...(config.ROLE === 'api' ? {} : { calibrationPool: () => pool.stats() }),
     market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
@@ -245,6 +251,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
           security: securityOptionsFromConfig(config),
           metricsKey,
           metricsRoute: !ownMetricsListener,
+          ...(stream ? { stream } : {}),
         });
   // the calibrator's health-only app gets /metrics too (calibration happens there)
   if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics, { auth: metricsAuth, route: !ownMetricsListener });
@@ -252,6 +259,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   /** Stops what has been started so far (the feeds are started last, below), in the order of `stop()`. */
   const stopStarted = async (): Promise<void> => {
     await app.close();
+    stream?.close();
     if (metricsApp) await metricsApp.close();
     monitoring.close();
     await Promise.all(feeds.map((f) => f.stop()));
@@ -302,6 +310,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     settled: () => pipelines.isSettled(),
     kafka,
     monitoring,
+    stream,
     async stop() {
       if (stopped) return;
       stopped = true;

@@ -24,6 +24,11 @@ import { surfaceRoutes } from './routes/surface.js';
 import { euBarrierRoutes } from './routes/euBarrier.js';
 import { scenarioRoutes } from './routes/scenarios.js';
 import { ivSummaryRoutes } from './routes/ivSummary.js';
+import fastifyWebsocket from '@fastify/websocket';
+import { streamRoutes } from './routes/stream.js';
+import { StreamHub } from './stream/hub.js';
+import type { StreamLimits } from './stream/config.js';
+import { KeyRing } from './plugins/security.js';
 
 export interface AppOptions {
   readonly cache: MarketCache;
@@ -44,6 +49,13 @@ export interface AppOptions {
   readonly metricsKey?: string | undefined;
   /** false: no GET /metrics on this app (it is served on its own listener, METRICS_PORT). Default true. */
   readonly metricsRoute?: boolean;
+  /**
+   * The streaming API's hub (src/api/stream/hub.ts; src/service.ts makes it, to expose its metrics); absent: one is
+   * made here on `cache` with `streamLimits`. It is closed with the app.
+   */
+  readonly stream?: StreamHub;
+  /** Limits of a hub made here (defaults: src/api/stream/config.ts). */
+  readonly streamLimits?: Partial<StreamLimits>;
 }
 
 declare module 'fastify' {
@@ -105,5 +117,9 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(euBarrierRoutes(cache));
   await app.register(scenarioRoutes(cache));
   await app.register(ivSummaryRoutes(cache));
+  // the streaming API: WebSocket JSON-RPC /api/v1/ws, SSE /api/v1/stream, /asyncapi.json (docs/streaming.md)
+  const hub = opts.stream ?? new StreamHub(cache, { limits: opts.streamLimits ?? {} });
+  await app.register(fastifyWebsocket, { options: { maxPayload: hub.limits.maxMessageBytes * 4 } });
+  await app.register(streamRoutes({ hub, clock: cache.clock, keys: apiKeys.length > 0 ? new KeyRing(apiKeys) : null }));
   return app;
 }

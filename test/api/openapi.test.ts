@@ -39,6 +39,9 @@ const OTHER_ENDPOINTS: Array<[string, string]> = [
   ['get', '/dashboard/api/state'],
   ['get', '/dashboard/api/stream'],
   ['get', '/dashboard/api/history'],
+  ['get', '/api/v1/stream'],
+  ['get', '/asyncapi.json'],
+  ['get', '/dashboard/api/push-stats'],
 ];
 
 let app: FastifyInstance;

@@ -23,6 +23,7 @@ import path from 'node:path';
 import normalCdf from '@stdlib/stats-base-dists-normal-cdf';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 import { testNowS } from '../helpers/simClock.js';
@@ -534,6 +535,19 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
     expect(await docs.locator('.opblock').count()).toBe(ops);
     expect(errors).toEqual([]);
     await docs.close();
+  });
+
+  it('the "Streaming API" panel counts a WebSocket client of /api/v1/ws and the messages pushed to it', async () => {
+    const ws = new WebSocket(`${B.replace(/^http/, 'ws')}/api/v1/ws`);
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'public/subscribe', params: { channels: ['surface.DERIBIT.BTC-USD.SVI'] } }));
+    await page.waitForSelector('#streaming-panel:not([hidden])', { timeout: 20_000 });
+    await page.waitForFunction(() => Number(document.querySelector('#streaming td[data-field="ws"]')?.getAttribute('data-value')) >= 1 && Number(document.querySelector('#streaming td[data-field="messages"]')?.getAttribute('data-value')) >= 1, null, { timeout: 20_000 });
+    ws.terminate();
+    expect(pageErrors).toEqual([]);
   });
 
   it('switching the pair and the exchange re-subscribes and shows that market', async () => {

@@ -41,6 +41,7 @@ const EXPECTED_PUBLIC = new Set([
   '/health',
   '/ready',
   '/openapi.json',
+  '/asyncapi.json',
   '/login',
   '/logout',
   '/docs',

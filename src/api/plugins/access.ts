@@ -6,13 +6,16 @@
  *
  * | access      | routes                                                                    | without a credential |
  * |-------------|---------------------------------------------------------------------------|----------------------|
- * | `public`    | /health, /ready, /openapi.json, /docs and below, /login, /logout,        | served               |
+ * | `public`    | /health, /ready, /openapi.json, /asyncapi.json, /docs and below, /login, /logout, | served        |
  * |             | /dashboard/assets/*, /dashboard/vendor/* (the page's code, no data)       |                      |
  * | `page`      | / and /dashboard (the dashboard page)                                     | 303 to /login        |
  * | `metrics`   | /metrics                                                                  | 401 (its own guard: ./metricsAuth.ts) |
  * | `api`       | /api/... (the REST contract)                                              | 401; header `X-API-Key` only |
  * | `protected` | everything else: /dashboard/api/state, /dashboard/api/stream, any new route | 401; header `X-API-Key` or the dashboard session cookie |
  *
+ * One exception inside `api`: a WebSocket upgrade of /api/v1/ws is let through without a key
+ * ({@link selfAuthenticated}); the socket then serves nothing before `public/auth` (src/api/stream/rpc.ts).
+ * A plain GET of that path is `api` like the rest.
  * The REST API takes the header only (the contract's key; a cookie on /api would make it reachable by a
  * browser's ambient credentials). The session cookie opens the dashboard's own data routes and the page.
  * Unmatched paths: under /api they are `api` (401 without a key, so they do not reveal which routes
@@ -24,7 +27,7 @@ import type { FastifyRequest } from 'fastify';
 export type RouteAccess = 'public' | 'page' | 'metrics' | 'api' | 'protected';
 
 /** Routes open to anyone, by exact pattern. */
-export const PUBLIC_ROUTES: readonly string[] = ['/health', '/ready', '/openapi.json', '/login', '/logout'];
+export const PUBLIC_ROUTES: readonly string[] = ['/health', '/ready', '/openapi.json', '/asyncapi.json', '/login', '/logout'];
 /** Route prefixes open to anyone: the API documentation and the dashboard's static code. */
 export const PUBLIC_PREFIXES: readonly string[] = ['/docs/', '/dashboard/assets/', '/dashboard/vendor/'];
 /** The dashboard page: a browser without a session is sent to the login page. */
@@ -54,6 +57,15 @@ export function requestAccess(req: FastifyRequest): RouteAccess {
     /* keep it raw */
   }
   return /^\/+api(\/|$)/i.test(path) ? 'api' : 'public';
+}
+
+/** Routes whose WebSocket upgrade checks the credential itself (public/auth as first message). */
+export const SELF_AUTHENTICATED_UPGRADES: readonly string[] = ['/api/v1/ws'];
+
+/** A WebSocket upgrade request of a route that authenticates in-band ({@link SELF_AUTHENTICATED_UPGRADES}). */
+export function selfAuthenticated(req: FastifyRequest): boolean {
+  const pattern = req.routeOptions.url;
+  return !!pattern && SELF_AUTHENTICATED_UPGRADES.includes(pattern) && req.method === 'GET' && String(req.headers.upgrade ?? '').toLowerCase() === 'websocket';
 }
 
 /**

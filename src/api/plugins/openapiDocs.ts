@@ -421,6 +421,36 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     responseContentType: 'text/event-stream',
     errors: [400, 401],
   },
+  'GET /api/v1/stream': {
+    tags: ['streaming'],
+    description:
+      'Server-Sent Events twin of the WebSocket API (GET /api/v1/ws, JSON-RPC 2.0; docs/streaming.md, /asyncapi.json): the same channels (surface, iv_summary, iv, forward_curve, funding, status; aliases XCHG_A/B/C accepted), the same documents and sequence numbers (those of the REST answers and Kafka documents). Each event: `id: <channel>:<sequence>,...` (the last sequence of every channel of the stream) and `data: {"channel", "data"}`; the current document of each channel first. Reconnect with header Last-Event-ID (or ?lastEventId=) to get every update missed in order, or the current document with data.reset = true when the gap is older than what is kept (STREAM_RESUME_DEPTH). A client whose socket stays blocked past STREAM_STALL_MS gets `event: close` and the stream ends. Limits: STREAM_MAX_CONNECTIONS_PER_KEY (429), STREAM_MAX_SUBSCRIPTIONS. With API keys configured it needs header X-API-Key.',
+    responseContentType: 'text/event-stream',
+    errors: [400, 401, 429, 503],
+  },
+  'GET /dashboard/api/push-stats': {
+    tags: ['monitoring'],
+    description: 'The figures of the dashboard\'s "Streaming API" panel: open WebSocket and SSE connections, subscriptions per channel kind, and counters since start (docs/streaming.md "Metrics" has the same as Prometheus series). With API keys configured it needs header X-API-Key or the dashboard session cookie.',
+    response: z.object({
+      generatedAt: num().describe('Service clock, Unix seconds'),
+      connections: z.object({ ws: num().describe('Open WebSocket connections'), sse: num().describe('Open SSE streams') }).describe('Open connections per transport'),
+      subscriptions: z.record(z.string(), num()).describe('Subscriptions held, by channel kind'),
+      messages: num().describe('Notifications written since start'),
+      bytes: num().describe('Bytes of notifications written since start'),
+      conflated: num().describe('Updates replaced by a newer one before being written, since start'),
+      slowCloses: num().describe('Connections closed as slow consumers (4008), since start'),
+      resumes: z.record(z.string(), num()).describe('Subscriptions with since / Last-Event-ID, by outcome'),
+      rpcErrors: num().describe('JSON-RPC errors answered, since start'),
+      rejected: num().describe('Connections refused or closed for a limit or a credential, since start'),
+    }),
+    errors: [401],
+  },
+  'GET /asyncapi.json': {
+    tags: ['streaming'],
+    description: 'The AsyncAPI 3.0.0 document of the streaming API: the WebSocket server /api/v1/ws (JSON-RPC 2.0 requests, responses, heartbeats) and the SSE server /api/v1/stream, one channel per channel kind with its notification payload.',
+    response: z.object({ asyncapi: z.string().describe('AsyncAPI version, 3.0.0') }).catchall(z.unknown()).describe('AsyncAPI 3.0.0 document'),
+    errors: [],
+  },
   'GET /dashboard/api/history': {
     tags: ['monitoring'],
     description: 'The held 24 h history (one point per 5 min bucket, oldest first) of ATM vol and 25D/10D risk reversal and butterfly, for one listed expiry (`expiry`) or one constant maturity (`constMat`) of the selection.',
@@ -440,6 +470,7 @@ export const TAGS = [
   { name: 'market data', description: 'Funding rates, forward curve and the calibrated surface (spec sections 6, 7)' },
   { name: 'health', description: 'Liveness and readiness' },
   { name: 'monitoring', description: 'Prometheus metrics and the live dashboard' },
+  { name: 'streaming', description: 'Push channels: WebSocket JSON-RPC 2.0 at /api/v1/ws (not an HTTP operation; see /asyncapi.json and docs/streaming.md) and its Server-Sent Events twin' },
 ];
 
 /** Meaning of the scenario measure stems (spec 5a table). */

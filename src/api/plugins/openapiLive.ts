@@ -188,6 +188,7 @@ function examples(cache: MarketCache): { bodies: Record<string, unknown>; querie
         endTime: now,
       },
       'GET /dashboard/api/state': { ...q, model: 'SVI' },
+      'GET /api/v1/stream': { channels: `surface.${m.source}.${m.pair.base}-${m.pair.quote}.SVI,iv_summary.${m.source}.${m.pair.base}-${m.pair.quote}.SVI,status` },
     },
   };
 }

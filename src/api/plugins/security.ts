@@ -34,7 +34,7 @@ import fastifyCookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
 import { ApiError } from '../errors.js';
-import { LOGIN_PATH, requestAccess } from './access.js';
+import { LOGIN_PATH, requestAccess, selfAuthenticated } from './access.js';
 import { SESSION_COOKIE, keyIdOf, type DashboardSessions } from './sessions.js';
 
 declare module 'fastify' {
@@ -248,6 +248,8 @@ const plugin: FastifyPluginAsync<SecurityOptions> = async (app: FastifyInstance,
       const access = requestAccess(req);
       // public routes; /metrics has its own guard (./metricsAuth.ts), which also accepts a session
       if (access === 'public' || access === 'metrics') return;
+      // the WebSocket API's handshake: the socket asks for public/auth itself (src/api/stream/rpc.ts)
+      if (req.apiKeyId === null && selfAuthenticated(req)) return;
       if (req.apiKeyId !== null && (access !== 'api' || req.authVia === 'header')) return;
       if (access === 'page') {
         // a browser without a session: to the login page, coming back here afterwards

@@ -5,6 +5,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { PairQuery } from '../schemas.js';
+import { forwardCurveDocument } from '../documents.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const forwardCurveRoutes =
@@ -21,13 +22,7 @@ export const forwardCurveRoutes =
         const { source, pair } = r!;
         assertServable(cache, source, pair, null);
         const snap = cache.getForwardCurve(source, pair)!;
-        return {
-          baseCurrency: q.baseCurrency,
-          quoteCurrency: q.quoteCurrency,
-          source: q.source,
-          fixedYields: snap.curve.fixedYields(),
-          constMatYields: snap.curve.constMatYields(snap.observationTimestamp),
-        };
+        return forwardCurveDocument(snap, q.source);
       },
     );
   };

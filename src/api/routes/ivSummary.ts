@@ -12,7 +12,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
-import { summarizeSurface, withDiffs } from '../../cache/history.js';
+import { ivSummaryDocument } from '../documents.js';
 import { SurfaceQuery } from '../schemas.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
@@ -36,33 +36,7 @@ export const ivSummaryRoutes =
         const { source, pair } = r!;
         assertServable(cache, source, pair, q.volatilityModel);
         const snap = cache.getSurface(source, pair, q.volatilityModel)!;
-        const current = summarizeSurface(snap);
-        const past = history.dayAgo(source, pair, q.volatilityModel, snap.observationTimestamp);
-        const d = withDiffs(current, past);
-        const entry = (e: (typeof d.listed)[number]) => ({
-          expirationTimestamp: e.expirationTimestamp,
-          ...(e.constMat ? { constMat: e.constMat } : {}),
-          atmVol: e.atmVol,
-          diffAtmVol: e.diffAtmVol,
-          delta10Skew: e.delta10Skew,
-          diffDelta10Skew: e.diffDelta10Skew,
-          delta25Skew: e.delta25Skew,
-          diffDelta25Skew: e.diffDelta25Skew,
-          delta10Bfly: e.delta10Bfly,
-          diffDelta10Bfly: e.diffDelta10Bfly,
-          delta25Bfly: e.delta25Bfly,
-          diffDelta25Bfly: e.diffDelta25Bfly,
-        });
-        return {
-          baseCurrency: q.baseCurrency,
-          quoteCurrency: q.quoteCurrency,
-          source: q.source,
-          volatilityModel: q.volatilityModel,
-          observationTimestamp: snap.observationTimestamp,
-          diffReferenceTimestamp: past?.observationTimestamp ?? null,
-          volatilityListed: d.listed.map(entry),
-          volatilityConstMat: d.constMat.map(entry),
-        };
+        return ivSummaryDocument(history, snap, q.source);
       },
     );
   };

@@ -9,6 +9,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { SurfaceQuery } from '../schemas.js';
+import { surfaceDocument } from '../documents.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const surfaceRoutes =
@@ -30,26 +31,7 @@ export const surfaceRoutes =
         const { source, pair } = r!;
         assertServable(cache, source, pair, q.volatilityModel);
         const snap = cache.getSurface(source, pair, q.volatilityModel)!;
-        return {
-          source: q.source,
-          baseCurrency: q.baseCurrency,
-          quoteCurrency: q.quoteCurrency,
-          volatilityModel: q.volatilityModel,
-          observationTimestamp: snap.observationTimestamp,
-          spotPrice: snap.spot,
-          sequence: snap.sequence,
-          calibrationMs: snap.calibrationMs,
-          arbitrage: snap.arbitrage ?? null,
-          skipped: snap.skipped ?? [],
-          expiries: snap.slices.map((s) => ({
-            expirationTimestamp: s.expirationTimestamp,
-            T: s.T,
-            forwardPrice: s.forward,
-            atmVol: snap.surface.impliedVol(s.T, s.forward, s.forward),
-            parameters: s.params,
-            diagnostics: s.fit,
-          })),
-        };
+        return surfaceDocument(snap, q.source);
       },
     );
   };

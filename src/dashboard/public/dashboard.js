@@ -1088,12 +1088,50 @@
     }
   }
 
+  // ------------------------------------------------------------------ streaming API panel
+  // GET /dashboard/api/push-stats every 5 s (connections, subscriptions, counters since start; docs/streaming.md);
+  // messages/s from two successive answers. The panel stays hidden while the route does not answer.
+  let streamPrev = null;
+  async function pollStreaming() {
+    let s;
+    try {
+      const r = await fetch('/dashboard/api/push-stats', { headers: { accept: 'application/json' } });
+      if (!r.ok) return;
+      s = await r.json();
+    } catch {
+      return;
+    }
+    const rate = streamPrev && s.generatedAt > streamPrev.generatedAt ? (s.messages - streamPrev.messages) / (s.generatedAt - streamPrev.generatedAt) : null;
+    streamPrev = s;
+    const subs = Object.values(s.subscriptions).reduce((a, n) => a + n, 0);
+    const resumes = Object.entries(s.resumes).map(([k, n]) => `${n} ${k}`).join(', ') || '0';
+    const tr = document.createElement('tr');
+    tr.append(
+      cell(String(s.connections.ws), 'ws', s.connections.ws),
+      cell(String(s.connections.sse), 'sse', s.connections.sse),
+      cell(String(subs), 'subscriptions', subs),
+      cell(num(rate) ? rate.toFixed(1) : '-', 'messagesPerSecond', rate),
+      cell(s.messages.toLocaleString('en-US'), 'messages', s.messages),
+      cell(s.conflated.toLocaleString('en-US'), 'conflated', s.conflated),
+      cell(String(s.slowCloses), 'slowCloses', s.slowCloses),
+      cell(resumes, 'resumes', resumes),
+      cell(String(s.rpcErrors), 'rpcErrors', s.rpcErrors),
+      cell(String(s.rejected), 'rejected', s.rejected),
+    );
+    const tbody = $('streaming').querySelector('tbody');
+    tbody.innerHTML = '';
+    tbody.appendChild(tr);
+    $('streaming-panel').hidden = false;
+  }
+
   function allCharts() {
     return [dash.charts.smile, dash.charts.history, dash.charts.term, dash.charts.surface, dash.charts.forward, dash.charts.funding, ...Object.values(dash.charts.smiles)].filter(Boolean);
   }
 
   // ------------------------------------------------------------------ start
   function start() {
+    void pollStreaming();
+    setInterval(() => void pollStreaming(), 5000);
     for (const id of ['sel-source', 'sel-pair', 'sel-model']) $(id).addEventListener('change', onSelect);
     $('sel-expiry').addEventListener('change', (e) => setFocus(Number(e.target.value)));
     $('sel-axis').addEventListener('change', (e) => {
