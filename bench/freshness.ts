@@ -242,7 +242,7 @@ interface MoveProbe {
  * before it. Latency from the LAST shifted frame written to the service's socket (the whole move is known to the
  * service from then on) and from the first. The expiry: the listed one nearest 30 days with at least 20 quotes.
  */
-async function materialMoves(probe: MoveProbe, shifts: number, everyMs: number, pollMs: number, shiftVolPts: number): Promise<{ fromLast: number[]; fromFirst: number[]; missed: number; expiry: number }> {
+export async function materialMoves(probe: MoveProbe, shifts: number, everyMs: number, pollMs: number, shiftVolPts: number): Promise<{ fromLast: number[]; fromFirst: number[]; missed: number; expiry: number }> {
   const surface = (await (await fetch(`${probe.url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`)).json()) as {
     observationTimestamp: number;
     expiries: Array<{ expirationTimestamp: number; forwardPrice: number; diagnostics: { quotesUsed: number } }>;

@@ -6,7 +6,8 @@
  *
  * Sections (bench/<section>.ts): ingest, calibration, quality (bench/calibrationQuality.ts: fit quality on the
  * real chains against the reference fits), rest, freshness, reconnect, memory, streaming (the WebSocket API with
- * 1, 100 and 1,000 clients; BENCH_ONLY=streaming runs it alone).
+ * 1, 100 and 1,000 clients; BENCH_ONLY=streaming runs it alone), live-rate (bench/liveRate.ts, issue 22: the service
+ * alone, live against a Deribit-protocol server at 1x, 5x and 10x the simulated rate; BENCH_LIVE_RATES).
  * Environment:
  * - BENCH_QUICK=1: short runs (a smoke check; figures indicative only);
  * - BENCH_ONLY=ingest,calibration,...: run only these sections;
@@ -25,13 +26,14 @@ import { runCalibration } from './calibration.js';
 import { runCalibrationQuality } from './calibrationQuality.js';
 import { runFreshness } from './freshness.js';
 import { runIngest } from './ingest.js';
+import { runLiveRate } from './liveRate.js';
 import { runMemory } from './memory.js';
 import { runRest } from './rest.js';
 import { runReconnect } from './reconnect.js';
 import { runStreaming } from './streaming.js';
 import { QUICK, machine, sig, table, type BenchRow } from './lib.js';
 
-const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'reconnect', 'memory', 'streaming'] as const;
+const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'live-rate', 'reconnect', 'memory', 'streaming'] as const;
 
 async function main(): Promise<void> {
   const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -52,7 +54,7 @@ async function main(): Promise<void> {
       else if (s === 'quality') quality = runCalibrationQuality();
       else {
         const r =
-          s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'reconnect' ? await runReconnect() : s === 'streaming' ? await runStreaming() : await runMemory();
+          s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'live-rate' ? await runLiveRate() : s === 'reconnect' ? await runReconnect() : s === 'streaming' ? await runStreaming() : await runMemory();
         rows.push(...r.rows);
         notes.push(...r.notes);
       }

@@ -34,6 +34,8 @@ export interface CalibrationResult {
    * the urgency threshold were refitted, the others kept their last fits (each slice's `fit.fittedAt` says when).
    */
   readonly partial?: boolean;
+  /** Per model, the expiries refitted, confirmed and deferred by this calibration (ChainFit.sliceWork). */
+  readonly sliceWork?: ChainFit['sliceWork'];
 }
 
 /** True when two quote lists are equal field by field (same strikes, sides, k, IVs, instruments, in order). */
@@ -117,14 +119,14 @@ export function buildSurfaceSnapshot(
 export function buildSnapshots(fit: ChainFit, sequence: number, previous?: CalibrationResult | null): CalibrationResult {
   const { source, pair, spot, observationTimestamp: obs } = fit;
   if (spot === null) {
-    return { source, pair, surfaces: [], surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+    return { source, pair, surfaces: [], surface: null, forwardCurve: null, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version, ...(fit.sliceWork ? { sliceWork: fit.sliceWork } : {}) };
   }
   const forwardCurve = buildForwardCurveSnapshot(source, pair, obs, spot, fit.points, sequence);
   const surfaces = fit.models
     .filter((mf) => mf.slices.length > 0)
     .map((mf) => buildSurfaceSnapshot(forwardCurve, mf, [...fit.skipped, ...mf.skipped], previous?.surfaces.find((s) => s.model === mf.model)));
   const surface = surfaces.find((s) => s.model === 'SVI') ?? surfaces[0] ?? null;
-  return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version };
+  return { source, pair, surfaces, surface, forwardCurve, skipped: fit.skipped, calibrationMs: fit.calibrationMs, version: fit.version, ...(fit.sliceWork ? { sliceWork: fit.sliceWork } : {}) };
 }
 
 /**

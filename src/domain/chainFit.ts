@@ -185,4 +185,18 @@ export interface ChainFit {
   readonly calibrationMs: number;
   /** Version of the chain state the fit was made from (streams/chainState.ts ChainView.version). */
   readonly version: number;
+  /**
+   * What this fit did per model with the expiries it served (absent in fits rebuilt from documents): `refitted` ran
+   * the model's calibration (cold or warm, sparse expiries included), `confirmed` kept the last fit because a refit
+   * would move the served smile by less than the tracking tolerance (src/quant/chain/sliceGate.ts), `deferred` kept it
+   * in an urgent partial fit that did not list the expiry. Counted by the metric volsurf_slice_fits_total.
+   */
+  readonly sliceWork?: Readonly<Partial<Record<VolatilityModel, SliceWork>>>;
+}
+
+/** Per model, the expiries of one chain fit refitted, confirmed without a refit, and deferred ({@link ChainFit.sliceWork}). */
+export interface SliceWork {
+  readonly refitted: number;
+  readonly confirmed: number;
+  readonly deferred: number;
 }

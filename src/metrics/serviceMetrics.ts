@@ -117,6 +117,7 @@ export class ServiceMetrics {
   private readonly httpDuration: Histogram<'method' | 'route' | 'status_code'>;
   private readonly calibrationDuration: Histogram<'source' | 'pair' | 'model'>;
   private readonly calibrations: Counter<'source' | 'pair' | 'kind'>;
+  private readonly sliceFits: Counter<'source' | 'pair' | 'model' | 'outcome'>;
   private readonly repairs: Counter<'source' | 'pair' | 'model' | 'kind'>;
   private readonly rejections: Counter<'source' | 'pair' | 'model' | 'outcome'>;
   private readonly violations: Counter<'source' | 'pair' | 'model'>;
@@ -245,6 +246,12 @@ export class ServiceMetrics {
       name: 'volsurf_calibrations_total',
       help: 'Chain recalibrations published, per (source, pair) and kind: regular (throttled, every changed expiry) or urgent (a mark moved by at least CALIBRATION_URGENT_VOL_PTS: only those expiries, at once)',
       labelNames: ['source', 'pair', 'kind'],
+      registers,
+    });
+    this.sliceFits = new Counter({
+      name: 'volsurf_slice_fits_total',
+      help: 'Expiry slices per (source, pair, model) handled by the chain fits, by outcome: refitted (the model calibration ran), confirmed (a refit would move the served smile by less than the tracking tolerance, max(0.05 vol pt, 10 % of the half-spread): the last fit carried, no refit), deferred (an urgent partial fit left it for the next regular one)',
+      labelNames: ['source', 'pair', 'model', 'outcome'],
       registers,
     });
     const poolStats = opts.calibrationPool;
@@ -467,6 +474,12 @@ export class ServiceMetrics {
   observeCalibration(r: CalibrationResult): void {
     const pair = pairLabel(r.pair);
     this.calibrations.inc({ source: r.source, pair, kind: r.partial ? 'urgent' : 'regular' });
+    for (const [model, w] of Object.entries(r.sliceWork ?? {})) {
+      if (!w) continue;
+      this.sliceFits.inc({ source: r.source, pair, model, outcome: 'refitted' }, w.refitted);
+      this.sliceFits.inc({ source: r.source, pair, model, outcome: 'confirmed' }, w.confirmed);
+      this.sliceFits.inc({ source: r.source, pair, model, outcome: 'deferred' }, w.deferred);
+    }
     for (const sk of r.skipped) this.skipped.inc({ source: r.source, pair, reason: skipReasonLabel(sk.reason) });
   }
 

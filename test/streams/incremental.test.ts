@@ -2,7 +2,8 @@
  * Incremental refits (issue 12 item 1, src/quant/chain/chainFit.ts): on the real recorded Deribit chains, a view that is
  * not `full` refits only the expiries whose inputs changed, warm; every other expiry reuses its last fit carried to
  * the new T. The served surfaces must equal a COLD fit of the same view (a fresh FitMemory, every expiry fitted from
- * scratch) within 0.01 vol point at every quote and on a log-moneyness grid, for SVI, SABR and Vanna-Volga.
+ * scratch) within the tracking tolerance's floor (0.05 vol point, issue 22; it was 0.01 before the refit gate) at
+ * every quote and on a log-moneyness grid, for SVI, SABR and Vanna-Volga.
  * The cold fit is the reference: it is what the service served before incremental refits existed.
  */
 import { readFileSync } from 'node:fs';
@@ -17,6 +18,7 @@ import { FitMemory } from '../../src/quant/chain/fitMemory.js';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
 import type { ChainFit } from '../../src/domain/chainFit.js';
 import { MODEL_REGISTRY } from '../../src/quant/models/index.js';
+import { TRACKING_MIN_VOL_PTS } from '../../src/quant/chain/sliceGate.js';
 import type { VolatilityModel } from '../../src/domain/volatilityModels.js';
 
 const FILES = ['data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl', 'data/replay/deribit-btc-chain-2020-05-14T0541Z.jsonl'];
@@ -73,7 +75,7 @@ function movedBeyondLimit(fit: ChainFit, model: VolatilityModel, dtS: number): n
 const cold = (view: ChainView): ChainFit => fitChain({ ...view, full: true }, {}, new FitMemory());
 
 describe.each(FILES)('incremental refits on %s', (file) => {
-  it('one expiry re-marked: only it is refitted (warm), the served surfaces equal a cold fit within 0.01 vp', () => {
+  it('one expiry re-marked: only it is refitted (warm), the served surfaces equal a cold fit within 0.05 vp', () => {
     const { st, options } = loadState(file);
     const fitter = new ChainFitter();
     const v1 = st.view();
@@ -103,10 +105,10 @@ describe.each(FILES)('incremental refits on %s', (file) => {
       expect(pass.reused, model).toBeGreaterThanOrEqual(expiries.length - 3 - moved);
     }
     const { gap, where } = maxGapVolPts(inc, cold(v2));
-    expect(gap, where).toBeLessThan(0.01);
+    expect(gap, where).toBeLessThan(TRACKING_MIN_VOL_PTS);
   });
 
-  it.each([1, 60, 600])("nothing re-marked, T moves on (%i s later): reused while T moved little (under the model's limit), else refitted warm; equal to a cold fit within 0.01 vp", (dtS) => {
+  it.each([1, 60, 600])("nothing re-marked, T moves on (%i s later): reused while T moved little (under the model's limit), else refitted warm; equal to a cold fit within 0.05 vp", (dtS) => {
     const { st } = loadState(file);
     const fitter = new ChainFitter();
     const v1 = st.view();
@@ -124,10 +126,10 @@ describe.each(FILES)('incremental refits on %s', (file) => {
       if (dtS === 1 && model !== 'VANNA_VOLGA') expect(moved).toBe(0);
     }
     const { gap, where } = maxGapVolPts(inc, cold(later));
-    expect(gap, where).toBeLessThan(0.01);
+    expect(gap, where).toBeLessThan(TRACKING_MIN_VOL_PTS);
     // a reused slice says when it was actually fitted
     for (const s of svi.slices) {
-      if (s.quotes.length > 4) expect(s.fit.fittedAt).toBe(dtS / (s.T * 365 * 86400 + dtS) <= 1e-3 ? v1.observationTimestamp : later.observationTimestamp);
+      if (s.quotes.length > 4) expect(s.fit.fittedAt).toBe(dtS / (s.T * 365 * 86400 + dtS) <= MODEL_REGISTRY.SVI.reuseMaxTChange ? v1.observationTimestamp : later.observationTimestamp);
     }
   });
 
@@ -211,7 +213,7 @@ describe('calendar-ceiling wing repairs in incremental refits (real chain 2026-0
     expect(served.fit.method).toContain('calendar ceiling');
     const { gap, where } = maxGapVolPts(inc, fresh);
     expect(gap, where).toBeLessThan(1e-3);
-    expect(maxGapVolPts(inc, cold(v2)).gap).toBeLessThan(0.01);
+    expect(maxGapVolPts(inc, cold(v2)).gap).toBeLessThan(TRACKING_MIN_VOL_PTS);
 
     // re-mark the next expiry (its fit changes): the repair of the slice before it is refitted
     remark(nextAt, 0.003, 4);
@@ -219,6 +221,6 @@ describe('calendar-ceiling wing repairs in incremental refits (real chain 2026-0
     const inc3 = fitter.fit(v3);
     const pass3 = memory.lastPass.get('SVI')!;
     expect(pass3.ceilingRefitted).toBeGreaterThanOrEqual(1);
-    expect(maxGapVolPts(inc3, cold(v3)).gap).toBeLessThan(0.01);
+    expect(maxGapVolPts(inc3, cold(v3)).gap).toBeLessThan(TRACKING_MIN_VOL_PTS);
   });
 });

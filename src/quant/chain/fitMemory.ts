@@ -7,7 +7,8 @@
  */
 import type { ExpirySlice } from '../../domain/chainFit.js';
 import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
-import type { SliceFit } from '../models/index.js';
+import type { SliceFit, SliceQuote } from '../models/index.js';
+import type { SliceGate } from './sliceGate.js';
 import type { EligibleGroup } from './expiryGroups.js';
 
 /** The last good (served, not kept) slice of an expiry and when its chain was observed. */
@@ -69,6 +70,8 @@ export class FitMemory {
    * real 878-option chain), after checking the ceiling again on the current grid.
    */
   readonly wingRepairs = new Map<VolatilityModel, Map<number, WingRepair>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  /** Per model and expiry: the last sparse-pass fit ({@link SparseFit}). */
+  readonly sparseFits = new Map<VolatilityModel, Map<number, SparseFit>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   /** Next {@link FittedExpiry.id}. */
   nextFitId = 1;
   /**
@@ -92,17 +95,47 @@ export class FitMemory {
   /** Slices refitted (not reused, not deferred) by the chain fit in progress, every model. */
   chainRefits = 0;
   /**
-   * Per model, expiries refitted, reused and deferred by the last {@link fitModel}, and its calendar-ceiling wing
+   * Per model, expiries refitted (pass 1), reused (confirmed: unchanged or within the tracking tolerance), deferred
+   * and fitted in the sparse pass by the last {@link fitModel}, and its calendar-ceiling wing
    * repairs refitted and reused ({@link wingRepairs}) (diagnostics, tests, the benchmark).
    */
-  readonly lastPass = new Map<VolatilityModel, { refitted: number; reused: number; warm: number; deferred: number; ceilingRefitted: number; ceilingReused: number }>();
+  readonly lastPass = new Map<VolatilityModel, PassTally>();
+  /**
+   * Per model: the calendar flags and quality figures of the last pass and the fit identities of its served slices
+   * (chainFit.ts derivedPass): a pass whose slices are the same fits reuses them instead of recomputing.
+   */
+  readonly derived = new Map<VolatilityModel, DerivedFigures>();
 
   /** Forget the slices of expiries at or before `nowS`. */
   prune(nowS: number): void {
-    for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values(), ...this.wingRepairs.values()]) {
+    for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values(), ...this.wingRepairs.values(), ...this.sparseFits.values()]) {
       for (const e of [...byExpiry.keys()]) if (e <= nowS) byExpiry.delete(e);
     }
   }
+}
+
+/** What one model's pass of a chain fit did (FitMemory.lastPass). */
+export interface PassTally {
+  refitted: number;
+  /** Confirmed: reused, unchanged or within the tracking tolerance (full and sparse expiries). */
+  reused: number;
+  warm: number;
+  deferred: number;
+  /** Sparse expiries fitted. */
+  sparse: number;
+  ceilingRefitted: number;
+  ceilingReused: number;
+  /** The calendar flags and quality figures were those of the previous pass (FitMemory.derived). */
+  derivedReused: boolean;
+}
+
+/** The derived figures of one model's pass (FitMemory.derived): keyed by the served slices' fit identities. */
+export interface DerivedFigures {
+  readonly key: string;
+  /** Each served slice's diagnostics after the calendar and quality passes, in T order. */
+  readonly fits: readonly ExpirySlice['fit'][];
+  readonly calendarFreeRaw: boolean;
+  readonly calendarFree: boolean;
 }
 
 /** An expiry's last own fit and what it was fitted to (see {@link FitMemory.fitted}). */
@@ -117,6 +150,29 @@ export interface FittedExpiry {
   readonly T: number;
   readonly forward: number;
   /** Observation time of the fit, Unix s. */
+  readonly fittedAt: number;
+  /** The quotes fitted (log-moneyness against `forward`). */
+  readonly quotes: readonly SliceQuote[];
+  /** The refit gate of this fit (src/quant/chain/sliceGate.ts), built on first use; null when it cannot be built. */
+  gate: SliceGate | null | undefined;
+}
+
+/**
+ * A sparse expiry's last fit (chainFit.ts sparse pass) and what it was made from: the identities of the served
+ * neighbours its shape came from and its own quotes. Reused, carried to the new T and forward, while the neighbours
+ * are the same fits and every quote's residual moved by less than its tracking tolerance.
+ */
+export interface SparseFit {
+  /** Unique per memory (from FitMemory.nextFitId): the identity of this fit. */
+  readonly id: number;
+  /** The neighbours' fit identities (FittedExpiry.id), and which sparse mode. */
+  readonly key: string;
+  readonly attempt: SliceFit;
+  readonly T: number;
+  readonly forward: number;
+  readonly quotes: readonly SliceQuote[];
+  /** The method text of the sparse fit (chainFit.ts settle's `sparseHow`). */
+  readonly how: string;
   readonly fittedAt: number;
 }
 

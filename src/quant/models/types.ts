@@ -91,6 +91,16 @@ export interface SmileModel<P> {
   readonly name: ModelName;
   /** Stored parameter names, in order (the `parameters` of the surface endpoint). */
   readonly parameterNames: readonly string[];
+  /**
+   * The stored names the model's fit varies (the others are fixed, e.g. SABR's beta, or follow from them); the
+   * refit gate's Jacobian (src/quant/chain/sliceGate.ts) is taken in these. Default: every {@link parameterNames}.
+   */
+  readonly freeParameterNames?: readonly string[];
+  /**
+   * The weights W_i of the squared IV residuals in the model's fit objective, sum_i W_i (sigma(k_i) - m_i)^2, one per
+   * quote (the refit gate projects mark moves with them, src/quant/chain/sliceGate.ts). Absent: equal weights.
+   */
+  objectiveWeights?(quotes: readonly SliceQuote[]): Float64Array;
   /** Stored names that may be absent in older documents (defaults apply). */
   readonly optionalParameterNames: readonly string[];
   /**
@@ -112,7 +122,8 @@ export interface SmileModel<P> {
    * Incremental refits (src/quant/chain/chainFit.ts): an unchanged expiry's last fit is reused, carried to the new T
    * ({@link carryForward}: the implied vol at each log-moneyness kept), only while its T has moved by at most this
    * fraction since; beyond it the expiry is refitted warm. Chosen per model so that a reused slice stays within
-   * 0.01 vol pt of a cold fit at every quote and for |k| <= 1 (test/streams/incremental.test.ts).
+   * the tracking tolerance's floor, 0.05 vol pt, of a cold fit at every quote and for |k| <= 1 (issue 22; five times
+   * the limits measured for 0.01 vol pt; test/streams/incremental.test.ts, test/calibration/tracking.test.ts).
    */
   readonly reuseMaxTChange: number;
   /** The wing rule beyond the quoted/core range, as documented. */

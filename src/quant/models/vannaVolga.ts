@@ -31,6 +31,7 @@ const toVv = (p: VannaVolgaServedParams): VannaVolgaParams => ({ ...p, order: 's
 export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
   name: 'VANNA_VOLGA',
   parameterNames: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C', 'wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'],
+  freeParameterNames: ['vol25P', 'volAtm', 'vol25C', 'wingCurvL', 'wingCurvR'],
   optionalParameterNames: ['wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'],
   fromRecord(r) {
     const n = (name: string): number => need('VANNA_VOLGA', r, name);
@@ -83,8 +84,9 @@ export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
   wingRule: 'beyond K10P/K10C: C1 total-variance wings with slope clamped to [0, 1.8] plus a fitted curvature c (sqrt((k - k_b)^2 + d^2) - d) with a fitted scale d, |slope| + c <= 1.8',
   // The delta pillars and wing strikes move with T: its smile depends on T at fixed pillars (Castagna-Mercurio 2007
   // eq. (13)); measured on the real chains, a 10-minute carry moved the far wings by 7 vol points on a 2-hour expiry,
-  // 0.05 on a 9-day one, and 0.0103 after 0.0046 % on a 15-day one: 0.001 % (1 s on a 1-day expiry).
-  reuseMaxTChange: 1e-5,
+  // 0.05 on a 9-day one, and 0.0103 after 0.0046 % on a 15-day one: 0.001 % kept a reused slice within 0.01 vp; the
+  // tracking tolerance's floor is 0.05 vp (issue 22): 0.005 % (4 s on a 1-day expiry).
+  reuseMaxTChange: 5e-5,
   fit: (g, ctx) => fitVannaVolgaSlice(g, ctx),
   borrowsShape: () => false,
 };
