@@ -25,7 +25,9 @@ import { buildSnapshots } from '../src/cache/snapshotBuilder.js';
 import { ChainFitter } from '../src/quant/chain/chainFitter.js';
 import { fitChain, fitExpiry } from '../src/quant/chain/chainFit.js';
 import { groupByExpiry } from '../src/quant/chain/expiryGroups.js';
-import type { FitContext } from '../src/quant/models/index.js';
+import { MODEL_REGISTRY, type FitContext } from '../src/quant/models/index.js';
+import { sliceTotalVariance } from '../src/quant/chain/modelSurface.js';
+import { SliceGate } from '../src/quant/chain/sliceGate.js';
 import { QUICK, median, quantile, timeRuns, type BenchRow } from './lib.js';
 
 const root = new URL('../', import.meta.url).pathname;
@@ -156,6 +158,61 @@ function singleSliceRefit(view: ChainView, runs: number): BenchRow {
 }
 
 /**
+ * The fit kernel against its limit (issue 22 item 3), per model on the real chain: one WARM refit of the slice nearest
+ * 50 quotes (its previous parameters as the start, marks moved by +-0.01 vol pt), against one evaluation pass of the
+ * fitted smile at its quotes (the model's total variance built from the stored parameters and evaluated once per
+ * quote: the cost of looking at the data once). Also the refit gate of src/quant/chain/sliceGate.ts on that slice:
+ * its build (once per refit) and one check (once per pass of a confirmed slice).
+ */
+function kernelCosts(view: ChainView, runs: number): BenchRow[] {
+  const obs = view.observationTimestamp;
+  const groups = groupByExpiry(view.options, obs).filter((g) => g.quotes.length > 4 && g.T * 365 * 86400 >= 3600);
+  const g = [...groups].sort((a, b) => Math.abs(a.quotes.length - 50) - Math.abs(b.quotes.length - 50))[0]!;
+  const full = fitChain(view);
+  const rows: BenchRow[] = [];
+  for (const m of full.models) {
+    const own = m.slices.find((s) => s.expirationTimestamp === g.expirationTimestamp);
+    if (!own) continue;
+    const smile = MODEL_REGISTRY[m.model];
+    const st: FitContext = { lastFull: undefined, lastFullT: undefined, previous: { ...own.params } };
+    let flip = 1;
+    const bumped = () => {
+      flip = -flip;
+      return { ...g, quotes: g.quotes.map((q, j) => ({ ...q, markIv: q.markIv + (j % 2 ? 1e-4 : -1e-4) * flip })) };
+    };
+    for (let w = 0; w < 10; w++) fitExpiry(m.model, bumped(), { ...st }, {});
+    const inputs = Array.from({ length: runs }, bumped);
+    let k = 0;
+    const refit = median(timeRuns(runs, () => void fitExpiry(m.model, inputs[k++]!, { ...st }, {})));
+    let sink = 0;
+    const evalPass = median(
+      timeRuns(runs * 20, () => {
+        const w = sliceTotalVariance(m.model, own);
+        for (const q of g.quotes) sink += w(q.k);
+      }),
+    );
+    const gateBuild = median(timeRuns(runs, () => void SliceGate.build(smile, own.params, own.T, own.forward, g.quotes)));
+    const gate = SliceGate.build(smile, own.params, own.T, own.forward, g.quotes)!;
+    k = 0;
+    const gateCheck = median(timeRuns(runs * 20, () => void gate.check(g.T, g.forward, inputs[k++ % runs]!.quotes)));
+    if (!Number.isFinite(sink)) throw new Error('kernel bench: non-finite evaluation');
+    rows.push({
+      section: 'calibration',
+      name: `${m.model} warm refit of one ${g.quotes.length}-quote slice (real 878 chain): p50`,
+      value: refit,
+      unit: 'ms',
+      limit: evalPass,
+      limitName: 'one evaluation pass of the fitted smile at its quotes',
+      ratio: evalPass / refit,
+      target: null,
+      met: null,
+      extra: { gateBuildMs: gateBuild, gateCheckMs: gateCheck, refitsPerGateCheck: refit / gateCheck, runs },
+    });
+  }
+  return rows;
+}
+
+/**
  * A whole recalibration of the real chain when one expiry was re-marked (issue 12 item 1), all three models: a
  * ChainFitter that has fitted the chain once gets a view (not `full`) where the middle expiry's marks moved by
  * +-0.01 vol pt; only that expiry is refitted (warm), the others reuse their fits, and the served-surface checks
@@ -200,12 +257,58 @@ function incrementalChainRefit(file: string, runs: number): BenchRow {
   };
 }
 
+/**
+ * A pass in which nothing needs a refit (issue 22): the chain fitted once, then views 250 ms apart whose every mark
+ * and forward moved by 1e-6 relative (far inside the tracking tolerance): every expiry is confirmed by its refit gate,
+ * the sparse fits, wing repairs and calendar/quality figures are those of the last change. All three models, the real
+ * 878-option chain; against the full cold recalibration. The main thread's share (the snapshots of the fit) beside it.
+ */
+function confirmPass(file: string, runs: number): BenchRow {
+  const { state } = loadRealChain(file);
+  const v0 = state.view();
+  const fitter = new ChainFitter();
+  fitter.fit(v0);
+  let i = 0;
+  const next = (): ChainView => {
+    i++;
+    return {
+      ...v0,
+      observationTimestamp: v0.observationTimestamp + i * 0.25,
+      options: v0.options.map((o) => ({ ...o, markIv: o.markIv * (1 + 1e-6 * (i % 7)), forward: o.forward * (1 + 1e-6 * (i % 5)) })),
+      full: false,
+      changedExpiries: [],
+      version: v0.version + i,
+    };
+  };
+  for (let w = 0; w < 5; w++) fitter.fit(next());
+  const inputs = Array.from({ length: runs }, next);
+  let k = 0;
+  let last: ReturnType<ChainFitter['fit']> | null = null;
+  const ms = timeRuns(runs, () => void (last = fitter.fit(inputs[k++]!)));
+  const work = Object.values(last!.sliceWork ?? {}).reduce((a, w) => ({ refitted: a.refitted + w!.refitted, confirmed: a.confirmed + w!.confirmed }), { refitted: 0, confirmed: 0 });
+  const snapshotMs = median(timeRuns(runs, () => void buildSnapshots(last!, 1)));
+  const full = median(timeRuns(5, () => void fitter.fit({ ...v0, full: true })));
+  const p50 = median(ms);
+  return {
+    section: 'calibration',
+    name: 'confirm-only recalibration (every expiry within the tracking tolerance), SVI+SABR+VV, real 878 chain: median',
+    value: p50,
+    unit: 'ms',
+    limit: full,
+    limitName: 'full cold recalibration, same chain and models',
+    ratio: full / p50,
+    target: null,
+    met: null,
+    extra: { p99Ms: quantile(ms, 0.99), runs, refitted: work.refitted, confirmed: work.confirmed, snapshotsMs: snapshotMs },
+  };
+}
+
 /** Run the calibration benchmark; rows for the table. */
 export function runCalibration(): BenchRow[] {
   const runs = QUICK ? 8 : 40;
   const real = realChainView();
   const results = [measure('real Deribit BTC 2026-05-26 (878 options)', real, runs), measure('simulator BTC chain', simulatorChainView(), runs)];
-  const rows: BenchRow[] = [singleSliceRefit(real, QUICK ? 100 : 500), incrementalChainRefit(REAL_CHAIN, QUICK ? 20 : 100)];
+  const rows: BenchRow[] = [singleSliceRefit(real, QUICK ? 100 : 500), ...kernelCosts(real, QUICK ? 30 : 150), incrementalChainRefit(REAL_CHAIN, QUICK ? 20 : 100), confirmPass(REAL_CHAIN, QUICK ? 20 : 100)];
   for (const r of results) {
     for (const [model, ms] of Object.entries(r.perModel)) {
       const med = median(ms);

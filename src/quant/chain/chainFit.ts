@@ -289,24 +289,25 @@ function fullPass(mp: ModelPass): void {
 /**
  * Confirm without a refit (issue 22): true when a refit of expiry `g` would move its served smile by no more than the
  * tracking tolerance (src/quant/chain/sliceGate.ts; the gate of the last fit is built on first use and kept with it):
- * the Gauss-Newton prediction of the refit's change at every quote and on |k| <= 1 within {@link GATE_PROJECTED_SHARE}
- * of the tolerance, and no quote's residual against the served smile moved by more than its tolerance (a local move
- * that a least-squares projection would spread thin, e.g. near a Vanna-Volga pillar). False when the gate cannot judge
- * (other strikes, parameters it cannot read): refit.
+ * the Gauss-Newton prediction of the refit's change at every quote and on the |k| <= 1 check grid within
+ * {@link GATE_SHARE} of the tolerance, and no quote's residual against the served smile moved by more than that share
+ * of its tolerance (a local move that a least-squares projection would spread thin, e.g. near a Vanna-Volga pillar).
+ * False when the gate cannot judge (other strikes, parameters it cannot read): refit.
  */
 /**
- * Share of the tracking tolerance the gate's predicted change may use. Measured on the real Deribit chains and the
- * simulator (test/calibration/tracking.test.ts): at 1.0 the served slices of confirmed expiries strayed up to 12
- * tolerances from a cold fit (Vanna-Volga and repaired SVI slices, whose fits are not the plain least squares the
- * prediction linearizes); at 0.5 with the local test, within 1.3 at the quotes and 2.4 (far wings of 1-day expiries)
- * beyond them.
+ * Share of the tracking tolerance the gate's predicted change, and each quote's residual change, may use. Measured on
+ * the real Deribit chains and the simulator (test/calibration/tracking.test.ts): with the whole tolerance, confirmed
+ * slices strayed up to 12 tolerances from a cold fit inside their quotes (Vanna-Volga, whose fit responds to the
+ * quotes less smoothly than the least squares the prediction linearizes, and repaired SVI slices); with half, within
+ * 1.1.
  */
-const GATE_PROJECTED_SHARE = 0.5;
+const GATE_SHARE = 0.5;
 
 function withinTracking(smile: SmileModel<unknown>, prev: FittedExpiry, g: EligibleGroup): boolean {
+  if (smile.trackingGate === false) return false;
   if (prev.gate === undefined) prev.gate = SliceGate.build(smile, prev.attempt.params, prev.T, prev.forward, prev.quotes);
   const c = prev.gate?.check(g.T, g.forward, g.quotes) ?? null;
-  return c !== null && c.ratio <= GATE_PROJECTED_SHARE && c.localRatio <= 1;
+  return c !== null && c.ratio <= GATE_SHARE && c.localRatio <= GATE_SHARE;
 }
 
 /**

@@ -97,6 +97,12 @@ export interface SmileModel<P> {
    */
   readonly freeParameterNames?: readonly string[];
   /**
+   * Whether an incremental pass may confirm a slice of this model without a refit when the refit gate
+   * (src/quant/chain/sliceGate.ts) predicts a move within the tracking tolerance. False: refitted on any change of its
+   * inputs (for a fit that does not respond smoothly to its quotes, which no linear prediction can bound). Default true.
+   */
+  readonly trackingGate?: boolean;
+  /**
    * The weights W_i of the squared IV residuals in the model's fit objective, sum_i W_i (sigma(k_i) - m_i)^2, one per
    * quote (the refit gate projects mark moves with them, src/quant/chain/sliceGate.ts). Absent: equal weights.
    */
