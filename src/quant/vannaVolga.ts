@@ -54,7 +54,7 @@ import { black76Greeks, black76Price } from './black76.js';
 import { impliedVolBlack76 } from './impliedVol.js';
 import { checkSmileDensity, type DensityCheckOptions } from './smileArbitrage.js';
 import { strikeFromDelta, strikeFromDeltaFlat } from './strikeFromDelta.js';
-import { median, type SviQuote } from './quoteWeights.js';
+import { median, quoteHalfSpreads, type SviQuote } from './quoteWeights.js';
 import { levenbergMarquardt } from './lm.js';
 import { normCdf } from './normal.js';
 
@@ -395,6 +395,12 @@ export interface VannaVolgaCalibrationOptions {
    * item 1). The bounds and the keep-only-if-better rule stay those of the read-off vols. Optional.
    */
   readonly previousPillars?: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number };
+  /**
+   * Objective of the pillar least squares ({@link fitPillarVols}): `uniform` (plain IV least squares, the default) or
+   * `halfSpread` (issue 26: min sum ((iv - mark) / h)^2 with h of quoteWeights.ts quoteHalfSpreads, over the expiry's
+   * quotes). The served model uses `halfSpread` (models/vannaVolga.ts).
+   */
+  readonly weighting?: 'uniform' | 'halfSpread';
 }
 
 /** Result of {@link calibrateVannaVolga} (same diagnostics as calibrateSvi and calibrateSabr). */
@@ -589,7 +595,7 @@ export function calibrateVannaVolga(
   }
   const order = options.order ?? 'second';
   const read: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
-  const base = fitPillarVols(read, used, F, T, notes, options.previousPillars);
+  const base = fitPillarVols(read, used, F, T, notes, options.previousPillars, options.weighting ?? 'uniform');
   const wings = vannaVolgaWingStrikes(base, F, T);
   // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them), on the quotes
   // beyond that side's 10-delta strike: d by a log-spaced grid of 13 points from 1/16 to 4 times the default scale,
@@ -801,7 +807,9 @@ export function calibrateVannaVolga(
  * pillar quotes to the market smile) keeps the formula and takes the level, skew and curvature from every
  * quote. The fitted pillars are kept only when they lower the squared IV error over those quotes (never worse
  * than the read-off ones); vols are bounded to [0.2, 5] times the read-off vol. Fewer than 5 quotes in range:
- * the read-off pillars are kept.
+ * the read-off pillars are kept. With `weighting = 'halfSpread'` each IV residual is divided by the quote's h
+ * (quoteWeights.ts quoteHalfSpreads over all the expiry's quotes, so a no-bid quote gets the expiry's widest h):
+ * the spread-weighted objective of issue 26 (weights normalized to mean 1 over the fitted quotes).
  */
 function fitPillarVols(
   read: VannaVolgaParams,
@@ -809,13 +817,19 @@ function fitPillarVols(
   F: number,
   T: number,
   notes: string[],
-  previous?: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number },
+  previous: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number } | undefined,
+  weighting: 'uniform' | 'halfSpread',
 ): VannaVolgaParams {
   const w0 = vannaVolgaWingStrikes(read, F, T);
   const lo = Math.log(w0.K10P / F);
   const hi = Math.log(w0.K10C / F);
-  const inside = used.filter((q) => q.k >= lo && q.k <= hi);
+  const hAll = quoteHalfSpreads(used);
+  const insideIdx = used.map((q, i) => (q.k >= lo && q.k <= hi ? i : -1)).filter((i) => i >= 0);
+  const inside = insideIdx.map((i) => used[i]!);
   if (inside.length < 5) return read;
+  const om = insideIdx.map((i) => (weighting === 'halfSpread' ? 1 / (hAll[i]! * hAll[i]!) : 1));
+  const omMean = om.reduce((a, x) => a + x, 0) / om.length;
+  const sw = om.map((x) => Math.sqrt(x / omMean));
   // Pillar strikes keep the delta convention with the pillar's own vol (decisions.md): when the read-off strike
   // is the forward-delta 25D strike of its vol, it moves with the fitted vol (closed form strikeFromDeltaFlat).
   const nd1 = (K: number, v: number): number => normCdf(Math.log(F / K) / (v * Math.sqrt(T)) + 0.5 * v * Math.sqrt(T));
@@ -838,7 +852,7 @@ function fitPillarVols(
     } catch {
       return inside.map(() => Number.NaN);
     }
-    return inside.map((q) => sm(F * Math.exp(q.k)) - q.iv);
+    return inside.map((q, i) => (sm(F * Math.exp(q.k)) - q.iv) * sw[i]!);
   };
   const x0 = [read.vol25P, read.volAtm, read.vol25C];
   const lower = x0.map((v) => 0.2 * v);
@@ -856,6 +870,6 @@ function fitPillarVols(
   if (!(r.cost < cost0) || !r.x.every(Number.isFinite)) return read;
   const out = at(r.x);
   if (!(out.K25P < F && out.K25C > F)) return read;
-  notes.push(`pillar vols fitted to ${inside.length} quotes inside the 10-delta strikes (25P ${read.vol25P.toFixed(4)} -> ${r.x[0]!.toFixed(4)}, ATM ${read.volAtm.toFixed(4)} -> ${r.x[1]!.toFixed(4)}, 25C ${read.vol25C.toFixed(4)} -> ${r.x[2]!.toFixed(4)})`);
+  notes.push(`pillar vols fitted${weighting === 'halfSpread' ? ' (spread-weighted)' : ''} to ${inside.length} quotes inside the 10-delta strikes (25P ${read.vol25P.toFixed(4)} -> ${r.x[0]!.toFixed(4)}, ATM ${read.volAtm.toFixed(4)} -> ${r.x[1]!.toFixed(4)}, 25C ${read.vol25C.toFixed(4)} -> ${r.x[2]!.toFixed(4)})`);
   return out;
 }

@@ -53,7 +53,7 @@ import type { VolSurface } from '../surface.js';
 import { YEAR_S, MIN_EXPIRY_SECONDS, forwardPoints, groupByExpiry, type EligibleGroup } from './expiryGroups.js';
 import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlice, type MutableCounts, type WingRepair } from './fitMemory.js';
 import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from './modelSurface.js';
-import { servedQuality, within10Delta, type DraftSlice } from './quality.js';
+import { crossModelWarnings, servedQuality, within10Delta, type DraftSlice } from './quality.js';
 import { SHAPE_SOURCE_MIN_T, SPARSE_MAX_QUOTES, sparseTarget } from './sparse.js';
 
 /** Options of a chain fit: those of a slice fit (SABR's beta). */
@@ -536,5 +536,6 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     }
     throw err;
   }
+  crossModelWarnings(models);
   return { source: view.source, pair: view.pair, observationTimestamp: obs, spot, points, models, skipped, calibrationMs: performance.now() - t0, version: view.version };
 }

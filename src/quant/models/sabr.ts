@@ -133,20 +133,20 @@ function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly numb
 }
 
 /**
- * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `beta`): the unweighted, untrimmed least-squares fit
- * of calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`), then the wing junctions
+ * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `beta`): the spread-weighted (issue 26, quoteWeights.ts
+ * quoteHalfSpreads: min sum ((iv - mark) / h)^2), untrimmed least-squares fit of calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`), then the wing junctions
  * ({@link sabrWingJunctions}) and the butterfly check of the SERVED smile (Hagan with its linear wings) on
  * servedGrid; the slice is butterfly-free only when both the calibration's and the served check pass.
  * @throws RangeError from calibrateSabr (F, T not finite > 0; no valid quote)
  */
 export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): SliceFit {
-  // Unweighted, untrimmed: the served SABR is the least-squares Hagan fit to the marks (the reference of
-  // test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
+  // Spread-weighted, untrimmed: the served SABR is the spread-weighted least-squares Hagan fit to the marks (the
+  // reference of test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
   const prior = st.lastFullT !== undefined ? readStored(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
   const previous = readStored(sabrModel, st.previous, g.T, g.forward);
   const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
     beta,
-    weighting: 'uniform',
+    weighting: 'halfSpread',
     maxOutlierFraction: 0,
     ...(prior && st.lastFullT ? { prior, priorT: st.lastFullT } : {}),
     // the warm start at this fit's beta (SABR_BETA may have changed since the previous fit)
