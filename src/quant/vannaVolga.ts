@@ -500,10 +500,11 @@ export function calibrateVannaVolga(
   options: VannaVolgaCalibrationOptions = {},
 ): VannaVolgaCalibrationResult {
   assertFT('calibrateVannaVolga', F, T);
-  const valid: { k: number; iv: number; i: number }[] = [];
+  // bid/ask IVs kept: the spread-weighted pillar fit (issue 26) reads them
+  const valid: { k: number; iv: number; i: number; bidIv: number | null; askIv: number | null }[] = [];
   const dropped: number[] = [];
   quotes.forEach((q, i) => {
-    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i });
+    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i, bidIv: q.bidIv ?? null, askIv: q.askIv ?? null });
     else dropped.push(i);
   });
   if (valid.length === 0) throw new RangeError('calibrateVannaVolga: no valid quote (need finite k and iv > 0)');
