@@ -198,6 +198,7 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow:
         minDensity: attempt.minDensity,
         fittedAt: reusedFrom ?? obs,
         atmErrorVolPts: attempt.atmErrorVolPts,
+        plainRmseVolPts: sparseHow === null ? (attempt.plainRmseVolPts ?? null) : null,
         warnings: attempt.warnings.filter((w) => !w.startsWith('ATM check')),
       },
     };

@@ -152,6 +152,11 @@ export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): Slice
     // the warm start at this fit's beta (SABR_BETA may have changed since the previous fit)
     ...(previous ? { previous: { alpha: previous.alpha, beta, rho: previous.rho, nu: previous.nu }, warm: true } : {}),
   });
+  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26).
+  const plain =
+    r.mode === 'sabr-3p'
+      ? calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, { beta, weighting: 'uniform', maxOutlierFraction: 0, previous: r.params, warm: true })
+      : null;
   const { kMin, kMax } = servedGrid(g);
   const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
   const params: SabrServedParams = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
@@ -171,5 +176,6 @@ export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): Slice
     warnings: served.ok ? r.warnings : [...r.warnings, `butterfly arbitrage in the served smile (wings): min density ${served.minDensity.toExponential(3)}`],
     full: r.mode === 'sabr-3p',
     unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
+    ...(plain ? { plainRmseVolPts: plain.unconstrainedRmseVolPts } : {}),
   };
 }

@@ -35,6 +35,8 @@ export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
     ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
     ...(previous ? { previous, warm: true } : {}),
   });
+  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26).
+  const plain = r.mode === 'svi-5p' ? calibrateSvi(toCalibrationQuotes(g), g.T, { weighting: 'uniform', robust: false, previous: r.params, warm: true }) : null;
   return {
     params: { ...r.params },
     rmseVolPts: r.rmseVolPts,
@@ -48,6 +50,7 @@ export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
     warnings: r.warnings,
     full: r.mode === 'svi-5p',
     unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
+    ...(plain ? { plainRmseVolPts: plain.unconstrainedRmseVolPts } : {}),
   };
 }
 
