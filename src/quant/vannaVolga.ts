@@ -38,7 +38,10 @@
  *    bound 2, R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical Finance
  *    14(3), 2004), plus a convex hyperbolic term that bends the wing up towards a steeper asymptote:
  *      w(k) = w_b + s (k - k_b) + c (sqrt((k - k_b)^2 + d^2) - d),   outward,
- *    c >= 0 the wing curvature (`wingCurvL`, `wingCurvR`; 0 = the linear wing) and d > 0 its scale (`wingScaleL`,
+ *    c the wing curvature (`wingCurvL`, `wingCurvR`; 0 = the linear wing; c > 0 bends the wing up, c < 0 flattens it
+ *    towards a plateau, issue 26: at least -|s|, so that w never decreases outward, and at least -g0 d, g0 the
+ *    Gatheral-Jacquier g of the linear wing at the junction, so that the concavity c/d it adds there stays within
+ *    half of what butterfly-freeness allows) and d > 0 its scale (`wingScaleL`,
  *    `wingScaleR`; default |ln(K25/K10)| of that side), with |s| + c <= 1.8 so that the asymptotic slope stays
  *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
  *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
@@ -110,7 +113,7 @@ export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
   if (p.K10C !== undefined && !(p.K10C > p.K25C && Number.isFinite(p.K10C))) out.push(`K10C must be > K25C, got ${p.K10C}`);
   for (const key of ['wingCurvL', 'wingCurvR'] as const) {
     const v = p[key];
-    if (v !== undefined && !(v >= 0 && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [0, ${VV_MAX_WING_SLOPE}], got ${v}`);
+    if (v !== undefined && !(v >= -VV_MAX_WING_SLOPE && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [-${VV_MAX_WING_SLOPE}, ${VV_MAX_WING_SLOPE}], got ${v}`);
   }
   for (const key of ['wingScaleL', 'wingScaleR'] as const) {
     const v = p[key];
@@ -344,7 +347,7 @@ export function defaultWingScales(K25P: number, K25C: number, K10P: number, K10C
  * in total variance, s + c, stays within VV_MAX_WING_SLOPE (below Lee's moment bound of 2).
  */
 function wingCurvatureBound(c: number, t: VannaVolgaWingTerms, side: 'L' | 'R'): number {
-  return side === 'L' ? Math.min(c, VV_MAX_WING_SLOPE + t.sLo) : Math.min(c, VV_MAX_WING_SLOPE - t.sHi);
+  return side === 'L' ? Math.max(Math.min(c, VV_MAX_WING_SLOPE + t.sLo), t.sLo) : Math.max(Math.min(c, VV_MAX_WING_SLOPE - t.sHi), -t.sHi);
 }
 
 /**
@@ -646,7 +649,18 @@ export function calibrateVannaVolga(
     // IV one (d iv = dw / (2 iv T)), clamped to [0, the Lee bound]; exact for that linearization, one pass per d.
     const t0 = side === 'L' ? terms.sLo : terms.sHi;
     const cMax = wingCurvatureBound(VV_MAX_WING_SLOPE, terms, side);
+    // Issue 26: a NEGATIVE curvature flattens the wing towards a plateau (short expiries whose far marks are flat).
+    // Bounds: c >= -|s| (the asymptotic slope s + c stays >= 0: w never decreases outward), and the concavity it adds
+    // at the junction, w'' = c / d, at most the Gatheral-Jacquier g of the linear wing there, g0 = (1 - k w'/(2w))^2
+    // - (w'^2/4)(1/w + 1/4) (GJ 2014 eq. 2.1 with w'' = 0): c >= -g0 d, half of what g >= 0 allows at the junction
+    // (w' and the g terms change with x beyond it). No negative curvature where g0 <= 0. The density check still decides.
+    const kb = side === 'L' ? terms.kLo : terms.kHi;
+    const wb = side === 'L' ? terms.wLo : terms.wHi;
+    const g0 = (1 - (kb * t0) / (2 * wb)) ** 2 - ((t0 * t0) / 4) * (1 / wb + 0.25);
+    const cFloor = wingCurvatureBound(-VV_MAX_WING_SLOPE, terms, side);
+    const cMinAt = (d: number): number => (g0 > 0 && Number.isFinite(g0) ? Math.max(cFloor, -g0 * d) : 0);
     const cLinear = (d: number): number => {
+      const cMin = cMinAt(d);
       let num = 0;
       let den = 0;
       for (const q of beyond) {
@@ -657,12 +671,12 @@ export function calibrateVannaVolga(
         num -= lam * B * A;
         den += lam * B * B;
       }
-      return den > 0 ? Math.min(Math.max(num / den, 0), cMax) : 0;
+      return den > 0 ? Math.min(Math.max(num / den, cMin), cMax) : 0;
     };
     /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
     const bestC = (d: number, exact = false): { c: number; f: number } => {
       let g: { x: number; f: number };
-      if (exact) g = golden((c) => costAt(c, d), 0, VV_MAX_WING_SLOPE);
+      if (exact) g = golden((c) => costAt(c, d), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
       else {
         const c = cLinear(d);
         g = { x: c, f: costAt(c, d) };
@@ -718,7 +732,7 @@ export function calibrateVannaVolga(
       return chk;
     };
     const passes = (muL: number, muR: number): boolean => checkAt(muL, muR).arbitrageFree;
-    if (wingCurvL > 0 || wingCurvR > 0) servedCheck = checkAt(1, 1);
+    if (wingCurvL !== 0 || wingCurvR !== 0) servedCheck = checkAt(1, 1);
     if (servedCheck !== null && !servedCheck.arbitrageFree && passes(0, 0)) {
       const failingStrike = servedCheck.atStrike;
       /** The largest factor in [0, 1] that passes (bisection, 12 steps), given that 0 passes. */
