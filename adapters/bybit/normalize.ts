@@ -11,8 +11,9 @@
  * `""` = missing); ms -> Unix seconds; IVs are already fractions.
  *
  * Decisions (adapters/bybit/README.md):
- * - option: markIv = `markPriceIv`; bidIv/askIv = `bidIv`/`askIv`, null when 0 (Bybit prints 0 for
- *   "no quote") or when that side's price is 0; forward = `underlyingPrice`; indexPrice =
+ * - option: markIv = `markPriceIv`; bidIv/askIv = `bidIv`/`askIv`, null when that side's price is 0 (Bybit
+ *   prints 0 for "no quote"); a 0 IV next to a positive price is implied from that price (Black-76, r = 0, on
+ *   `underlyingPrice`, src/quant/impliedVol.ts; issue 26: the fits weight each quote by its spread); forward = `underlyingPrice`; indexPrice =
  *   `indexPrice`; markPriceNative = `markPrice` (USDC); greeks = `delta`, `gamma`, `vega`, `theta` as
  *   printed; timestamp = the message `ts`. markPriceIv <= 0 or a missing forward/index: `bad-ticker`.
  * - IndexPrice events come from the option tickers' `indexPrice`, one per pair whenever the price
@@ -52,6 +53,7 @@ import {
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
+import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { parseBybitSymbol, pairOfBaseCoin, type BybitSymbol } from './instruments.js';
 import { fastFields, StringMemo, type FastFieldSpec } from '../shared/fastFields.js';
 
@@ -267,8 +269,8 @@ export class BybitNormalizer {
       optionType: inst.optionType as 'C' | 'P',
       inverse: false,
       markIv: d.markPriceIv,
-      bidIv: pos(d.bidIv) && d.bidPrice !== 0 ? d.bidIv : null,
-      askIv: pos(d.askIv) && d.askPrice !== 0 ? d.askIv : null,
+      bidIv: ivOfSide(d.bidIv, d.bidPrice, d.underlyingPrice, inst.strike as number, (expiry - ts) / (365 * 86400), inst.optionType as 'C' | 'P'),
+      askIv: ivOfSide(d.askIv, d.askPrice, d.underlyingPrice, inst.strike as number, (expiry - ts) / (365 * 86400), inst.optionType as 'C' | 'P'),
       markPriceNative: finite(d.markPrice) && d.markPrice >= 0 ? d.markPrice : null,
       forward: d.underlyingPrice,
       indexPrice: d.indexPrice,
@@ -497,4 +499,25 @@ export function normalizeBybitFundingHistory(body: unknown, intervalHours?: numb
     history.add(p.instrument, it.fundingRateTimestamp, it.fundingRate);
   }
   return { events: history.events(SOURCE, BYBIT_DEFAULT_FUNDING_INTERVAL_H, intervalHours), dropped };
+}
+
+/**
+ * One side's IV (fraction) of a Bybit option ticker: the printed IV when it is > 0 and that side has a price; a 0 (or
+ * missing) IV next to a positive price is implied from the price (USDC, linear) by Black-76 with r = 0 on the
+ * expiry's forward F (`underlyingPrice`), src/quant/impliedVol.ts (Jaeckel, "Let's Be Rational", 2015); null when
+ * there is no price or no volatility gives it (at or below intrinsic, at or above the upper bound).
+ * @param T years ACT/365 to expiry; F, K in USDC
+ */
+function ivOfSide(iv: number | null | undefined, price: number | null | undefined, F: number, K: number, T: number, optionType: 'C' | 'P'): number | null {
+  if (price === 0) return null;
+  if (typeof iv === 'number' && iv > 0 && Number.isFinite(iv)) return iv;
+  if (typeof price !== 'number' || !(price > 0) || !Number.isFinite(price) || !(T > 0) || !(F > 0) || !(K > 0)) return null;
+  const intrinsic = optionType === 'C' ? Math.max(F - K, 0) : Math.max(K - F, 0);
+  if (price <= intrinsic) return null;
+  try {
+    const v = impliedVolBlack76(price, F, K, T, optionType);
+    return v > 0 && Number.isFinite(v) ? v : null;
+  } catch {
+    return null;
+  }
 }

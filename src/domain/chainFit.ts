@@ -91,6 +91,12 @@ export interface FitDiagnostics {
   readonly referenceRmseVolPts?: number | null;
   /** What the no-arbitrage repairs cost: served `rmseVolPts` minus `referenceRmseVolPts` (vol points); null with it. */
   readonly repairCostVolPts?: number | null;
+  /**
+   * Information (issue 26): RMSE (vol points, against the marks) of the model's PLAIN equal-weight least-squares fit of
+   * this expiry, before any repair; the served fit minimizes the spread-weighted objective instead. null for sparse
+   * and kept-previous slices and for models that do not compute it (Vanna-Volga).
+   */
+  readonly plainRmseVolPts?: number | null;
   /** Largest |served - mark| (vol points) at the quotes between the 25-delta strikes (mark call delta 0.25..0.75); null without such quotes. */
   readonly maxError25DeltaVolPts?: number | null;
 }

@@ -34,9 +34,35 @@ export interface SviQuote {
  *   the largest, floored at `vegaFloor` (so wings still count);
  * - `spread`: 1 / max(askIv - bidIv, minSpread) where both sides exist, the median of those weights
  *   elsewhere (inverse bid-ask weighting);
- * - `auto`: `spread` when at least half of the quotes have a two-sided IV market, else `vega`.
+ * - `auto`: `spread` when at least half of the quotes have a two-sided IV market, else `vega`;
+ * - `halfSpread`: the spread-weighted least squares of issue 26, 1 / h^2 with h the quote's half-spread in IV
+ *   (see {@link quoteHalfSpreads}): minimizing sum ((iv_fit - mark) / h)^2.
  */
-export type SviWeighting = 'auto' | 'uniform' | 'vega' | 'spread';
+export type SviWeighting = 'auto' | 'uniform' | 'vega' | 'spread' | 'halfSpread';
+
+/** Floor of the half-spread h of the `halfSpread` objective, IV fraction (0.25 vol pt). */
+export const HALF_SPREAD_FLOOR = 0.0025;
+/** Floor of the h given to a quote without a two-sided market (no bid), IV fraction (2 vol pts). */
+export const NO_BID_HALF_SPREAD_FLOOR = 0.02;
+
+/**
+ * The scale h_i (IV fraction) of each quote's residual in the spread-weighted objective
+ * min sum_i ((iv_fit(k_i) - mark_i) / h_i)^2 (issue 26; docs/conventions.md "Weights and loss"):
+ * - a two-sided quote (0 < bid IV < ask IV): h = max((ask IV - bid IV) / 2, {@link HALF_SPREAD_FLOOR});
+ * - a quote without a two-sided market (no bid, or no ask): the widest h of the expiry's two-sided quotes, at least
+ *   {@link NO_BID_HALF_SPREAD_FLOOR} (2 vol pts): its mark is the exchange's, not a market, and worth 1 to 2 ticks.
+ * Weighting residuals by the inverse bid-ask spread is the usual reading of "fit inside the quotes": Cont and
+ * Ben Hamida, "Recovering volatility from option prices by evolutionary optimization", J. Computational Finance 8(4),
+ * 2005, sec. 2 (weights proportional to 1 / spread^2, residuals measured in units of the bid-ask spread).
+ * @param qs quotes of ONE expiry (IVs as fractions)
+ * @returns h per quote (same order), IV fraction, > 0
+ */
+export function quoteHalfSpreads(qs: readonly SviQuote[]): number[] {
+  const h = qs.map((q) => (hasTwoSidedIv(q) ? Math.max(((q.askIv as number) - (q.bidIv as number)) / 2, HALF_SPREAD_FLOOR) : Number.NaN));
+  let widest = NO_BID_HALF_SPREAD_FLOOR;
+  for (const x of h) if (x > widest) widest = x;
+  return h.map((x) => (Number.isNaN(x) ? widest : x));
+}
 
 /** The model's parameters of {@link computeQuoteWeights}. */
 export interface QuoteWeightOptions {
@@ -67,6 +93,7 @@ export function resolveWeighting(w: SviWeighting, qs: readonly SviQuote[]): Excl
 export function computeQuoteWeights(qs: readonly SviQuote[], T: number, w: Exclude<SviWeighting, 'auto'>, o: QuoteWeightOptions): number[] {
   let base: number[];
   if (w === 'uniform') base = qs.map(() => 1);
+  else if (w === 'halfSpread') base = quoteHalfSpreads(qs).map((h) => 1 / (h * h));
   else if (w === 'vega') {
     const vegas = qs.map((q) => {
       const sw = q.iv * Math.sqrt(T);

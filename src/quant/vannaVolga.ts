@@ -38,7 +38,10 @@
  *    bound 2, R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical Finance
  *    14(3), 2004), plus a convex hyperbolic term that bends the wing up towards a steeper asymptote:
  *      w(k) = w_b + s (k - k_b) + c (sqrt((k - k_b)^2 + d^2) - d),   outward,
- *    c >= 0 the wing curvature (`wingCurvL`, `wingCurvR`; 0 = the linear wing) and d > 0 its scale (`wingScaleL`,
+ *    c the wing curvature (`wingCurvL`, `wingCurvR`; 0 = the linear wing; c > 0 bends the wing up, c < 0 flattens it
+ *    towards a plateau, issue 26: at least -|s|, so that w never decreases outward, and at least -g0 d, g0 the
+ *    Gatheral-Jacquier g of the linear wing at the junction, so that the concavity c/d it adds there stays within
+ *    half of what butterfly-freeness allows) and d > 0 its scale (`wingScaleL`,
  *    `wingScaleR`; default |ln(K25/K10)| of that side), with |s| + c <= 1.8 so that the asymptotic slope stays
  *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
  *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
@@ -54,7 +57,7 @@ import { black76Greeks, black76Price } from './black76.js';
 import { impliedVolBlack76 } from './impliedVol.js';
 import { checkSmileDensity, type DensityCheckOptions } from './smileArbitrage.js';
 import { strikeFromDelta, strikeFromDeltaFlat } from './strikeFromDelta.js';
-import { median, type SviQuote } from './quoteWeights.js';
+import { median, quoteHalfSpreads, type SviQuote } from './quoteWeights.js';
 import { levenbergMarquardt } from './lm.js';
 import { normCdf } from './normal.js';
 
@@ -110,7 +113,7 @@ export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
   if (p.K10C !== undefined && !(p.K10C > p.K25C && Number.isFinite(p.K10C))) out.push(`K10C must be > K25C, got ${p.K10C}`);
   for (const key of ['wingCurvL', 'wingCurvR'] as const) {
     const v = p[key];
-    if (v !== undefined && !(v >= 0 && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [0, ${VV_MAX_WING_SLOPE}], got ${v}`);
+    if (v !== undefined && !(v >= -VV_MAX_WING_SLOPE && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [-${VV_MAX_WING_SLOPE}, ${VV_MAX_WING_SLOPE}], got ${v}`);
   }
   for (const key of ['wingScaleL', 'wingScaleR'] as const) {
     const v = p[key];
@@ -344,7 +347,7 @@ export function defaultWingScales(K25P: number, K25C: number, K10P: number, K10C
  * in total variance, s + c, stays within VV_MAX_WING_SLOPE (below Lee's moment bound of 2).
  */
 function wingCurvatureBound(c: number, t: VannaVolgaWingTerms, side: 'L' | 'R'): number {
-  return side === 'L' ? Math.min(c, VV_MAX_WING_SLOPE + t.sLo) : Math.min(c, VV_MAX_WING_SLOPE - t.sHi);
+  return side === 'L' ? Math.max(Math.min(c, VV_MAX_WING_SLOPE + t.sLo), t.sLo) : Math.max(Math.min(c, VV_MAX_WING_SLOPE - t.sHi), -t.sHi);
 }
 
 /**
@@ -395,6 +398,12 @@ export interface VannaVolgaCalibrationOptions {
    * item 1). The bounds and the keep-only-if-better rule stay those of the read-off vols. Optional.
    */
   readonly previousPillars?: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number };
+  /**
+   * Objective of the pillar least squares ({@link fitPillarVols}): `uniform` (plain IV least squares, the default) or
+   * `halfSpread` (issue 26: min sum ((iv - mark) / h)^2 with h of quoteWeights.ts quoteHalfSpreads, over the expiry's
+   * quotes). The served model uses `halfSpread` (models/vannaVolga.ts).
+   */
+  readonly weighting?: 'uniform' | 'halfSpread';
 }
 
 /** Result of {@link calibrateVannaVolga} (same diagnostics as calibrateSvi and calibrateSabr). */
@@ -494,10 +503,11 @@ export function calibrateVannaVolga(
   options: VannaVolgaCalibrationOptions = {},
 ): VannaVolgaCalibrationResult {
   assertFT('calibrateVannaVolga', F, T);
-  const valid: { k: number; iv: number; i: number }[] = [];
+  // bid/ask IVs kept: the spread-weighted pillar fit (issue 26) reads them
+  const valid: { k: number; iv: number; i: number; bidIv: number | null; askIv: number | null }[] = [];
   const dropped: number[] = [];
   quotes.forEach((q, i) => {
-    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i });
+    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i, bidIv: q.bidIv ?? null, askIv: q.askIv ?? null });
     else dropped.push(i);
   });
   if (valid.length === 0) throw new RangeError('calibrateVannaVolga: no valid quote (need finite k and iv > 0)');
@@ -589,7 +599,7 @@ export function calibrateVannaVolga(
   }
   const order = options.order ?? 'second';
   const read: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
-  const base = fitPillarVols(read, used, F, T, notes, options.previousPillars);
+  const base = fitPillarVols(read, used, F, T, notes, options.previousPillars, options.weighting ?? 'uniform');
   const wings = vannaVolgaWingStrikes(base, F, T);
   // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them), on the quotes
   // beyond that side's 10-delta strike: d by a log-spaced grid of 13 points from 1/16 to 4 times the default scale,
@@ -639,7 +649,18 @@ export function calibrateVannaVolga(
     // IV one (d iv = dw / (2 iv T)), clamped to [0, the Lee bound]; exact for that linearization, one pass per d.
     const t0 = side === 'L' ? terms.sLo : terms.sHi;
     const cMax = wingCurvatureBound(VV_MAX_WING_SLOPE, terms, side);
+    // Issue 26: a NEGATIVE curvature flattens the wing towards a plateau (short expiries whose far marks are flat).
+    // Bounds: c >= -|s| (the asymptotic slope s + c stays >= 0: w never decreases outward), and the concavity it adds
+    // at the junction, w'' = c / d, at most the Gatheral-Jacquier g of the linear wing there, g0 = (1 - k w'/(2w))^2
+    // - (w'^2/4)(1/w + 1/4) (GJ 2014 eq. 2.1 with w'' = 0): c >= -g0 d, half of what g >= 0 allows at the junction
+    // (w' and the g terms change with x beyond it). No negative curvature where g0 <= 0. The density check still decides.
+    const kb = side === 'L' ? terms.kLo : terms.kHi;
+    const wb = side === 'L' ? terms.wLo : terms.wHi;
+    const g0 = (1 - (kb * t0) / (2 * wb)) ** 2 - ((t0 * t0) / 4) * (1 / wb + 0.25);
+    const cFloor = wingCurvatureBound(-VV_MAX_WING_SLOPE, terms, side);
+    const cMinAt = (d: number): number => (g0 > 0 && Number.isFinite(g0) ? Math.max(cFloor, -g0 * d) : 0);
     const cLinear = (d: number): number => {
+      const cMin = cMinAt(d);
       let num = 0;
       let den = 0;
       for (const q of beyond) {
@@ -650,12 +671,12 @@ export function calibrateVannaVolga(
         num -= lam * B * A;
         den += lam * B * B;
       }
-      return den > 0 ? Math.min(Math.max(num / den, 0), cMax) : 0;
+      return den > 0 ? Math.min(Math.max(num / den, cMin), cMax) : 0;
     };
     /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
     const bestC = (d: number, exact = false): { c: number; f: number } => {
       let g: { x: number; f: number };
-      if (exact) g = golden((c) => costAt(c, d), 0, VV_MAX_WING_SLOPE);
+      if (exact) g = golden((c) => costAt(c, d), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
       else {
         const c = cLinear(d);
         g = { x: c, f: costAt(c, d) };
@@ -711,7 +732,7 @@ export function calibrateVannaVolga(
       return chk;
     };
     const passes = (muL: number, muR: number): boolean => checkAt(muL, muR).arbitrageFree;
-    if (wingCurvL > 0 || wingCurvR > 0) servedCheck = checkAt(1, 1);
+    if (wingCurvL !== 0 || wingCurvR !== 0) servedCheck = checkAt(1, 1);
     if (servedCheck !== null && !servedCheck.arbitrageFree && passes(0, 0)) {
       const failingStrike = servedCheck.atStrike;
       /** The largest factor in [0, 1] that passes (bisection, 12 steps), given that 0 passes. */
@@ -801,7 +822,9 @@ export function calibrateVannaVolga(
  * pillar quotes to the market smile) keeps the formula and takes the level, skew and curvature from every
  * quote. The fitted pillars are kept only when they lower the squared IV error over those quotes (never worse
  * than the read-off ones); vols are bounded to [0.2, 5] times the read-off vol. Fewer than 5 quotes in range:
- * the read-off pillars are kept.
+ * the read-off pillars are kept. With `weighting = 'halfSpread'` each IV residual is divided by the quote's h
+ * (quoteWeights.ts quoteHalfSpreads over all the expiry's quotes, so a no-bid quote gets the expiry's widest h):
+ * the spread-weighted objective of issue 26 (weights normalized to mean 1 over the fitted quotes).
  */
 function fitPillarVols(
   read: VannaVolgaParams,
@@ -809,13 +832,19 @@ function fitPillarVols(
   F: number,
   T: number,
   notes: string[],
-  previous?: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number },
+  previous: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number } | undefined,
+  weighting: 'uniform' | 'halfSpread',
 ): VannaVolgaParams {
   const w0 = vannaVolgaWingStrikes(read, F, T);
   const lo = Math.log(w0.K10P / F);
   const hi = Math.log(w0.K10C / F);
-  const inside = used.filter((q) => q.k >= lo && q.k <= hi);
+  const hAll = quoteHalfSpreads(used);
+  const insideIdx = used.map((q, i) => (q.k >= lo && q.k <= hi ? i : -1)).filter((i) => i >= 0);
+  const inside = insideIdx.map((i) => used[i]!);
   if (inside.length < 5) return read;
+  const om = insideIdx.map((i) => (weighting === 'halfSpread' ? 1 / (hAll[i]! * hAll[i]!) : 1));
+  const omMean = om.reduce((a, x) => a + x, 0) / om.length;
+  const sw = om.map((x) => Math.sqrt(x / omMean));
   // Pillar strikes keep the delta convention with the pillar's own vol (decisions.md): when the read-off strike
   // is the forward-delta 25D strike of its vol, it moves with the fitted vol (closed form strikeFromDeltaFlat).
   const nd1 = (K: number, v: number): number => normCdf(Math.log(F / K) / (v * Math.sqrt(T)) + 0.5 * v * Math.sqrt(T));
@@ -838,7 +867,7 @@ function fitPillarVols(
     } catch {
       return inside.map(() => Number.NaN);
     }
-    return inside.map((q) => sm(F * Math.exp(q.k)) - q.iv);
+    return inside.map((q, i) => (sm(F * Math.exp(q.k)) - q.iv) * sw[i]!);
   };
   const x0 = [read.vol25P, read.volAtm, read.vol25C];
   const lower = x0.map((v) => 0.2 * v);
@@ -856,6 +885,6 @@ function fitPillarVols(
   if (!(r.cost < cost0) || !r.x.every(Number.isFinite)) return read;
   const out = at(r.x);
   if (!(out.K25P < F && out.K25C > F)) return read;
-  notes.push(`pillar vols fitted to ${inside.length} quotes inside the 10-delta strikes (25P ${read.vol25P.toFixed(4)} -> ${r.x[0]!.toFixed(4)}, ATM ${read.volAtm.toFixed(4)} -> ${r.x[1]!.toFixed(4)}, 25C ${read.vol25C.toFixed(4)} -> ${r.x[2]!.toFixed(4)})`);
+  notes.push(`pillar vols fitted${weighting === 'halfSpread' ? ' (spread-weighted)' : ''} to ${inside.length} quotes inside the 10-delta strikes (25P ${read.vol25P.toFixed(4)} -> ${r.x[0]!.toFixed(4)}, ATM ${read.volAtm.toFixed(4)} -> ${r.x[1]!.toFixed(4)}, 25C ${read.vol25C.toFixed(4)} -> ${r.x[2]!.toFixed(4)})`);
   return out;
 }

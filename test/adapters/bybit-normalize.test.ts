@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { BybitDropKinds, BybitNormalizer, BybitTickerBook, bybitNormalizer, normalizeBybitFundingHistory } from '../../adapters/bybit/normalize.js';
 import { batchBybitTopics, bybitRequest } from '../../adapters/bybit/wire.js';
 import type { FundingRate, FutureQuote, OptionQuote } from '../../src/domain/events.js';
-import { black76Greeks } from '../../src/quant/black76.js';
+import { black76Greeks, black76Price } from '../../src/quant/black76.js';
 import { clone, docsExamples, dropKind, events, fixtureLines } from '../helpers/fixtures.js';
 
 const lines = (name: string): Record<string, unknown>[] => fixtureLines('bybit', name);
@@ -86,7 +86,16 @@ describe('option tickers -> OptionQuote (+ IndexPrice)', () => {
   it('string handling: strict decimals, "" = missing, zero mark IV rejected, JSON numbers rejected', () => {
     const with_ = (patch: Record<string, unknown>): unknown => ({ ...clone(solMsg), data: { ...(solMsg['data'] as Record<string, unknown>), ...patch } });
     const n = (): BybitNormalizer => new BybitNormalizer();
-    expect((events(n().normalize(with_({ bidIv: '' }), RECV))[1] as OptionQuote).bidIv).toBeNull();
+    expect((events(n().normalize(with_({ bidIv: '', bidPrice: '' }), RECV))[1] as OptionQuote).bidIv).toBeNull();
+    // a missing or 0 IV next to a real bid is implied from the bid price (issue 26): Black-76 on underlyingPrice
+    for (const bidIv of ['', '0']) {
+      const q = events(n().normalize(with_({ bidIv }), RECV))[1] as OptionQuote;
+      const T = (q.expirationTimestamp - q.timestamp) / (365 * 86_400);
+      expect(q.bidIv, bidIv).not.toBeNull();
+      expect(black76Price(q.forward, q.strike, T, q.bidIv!, q.optionType)).toBeCloseTo(0.34, 9);
+      // the recorded bid IV 0.6004 is Bybit's own for that price, to its 4-decimal print
+      expect(Math.abs(q.bidIv! - 0.6004)).toBeLessThan(1e-3);
+    }
     expect((events(n().normalize(with_({ bidPrice: '0' }), RECV))[1] as OptionQuote).bidIv).toBeNull();
     expect((events(n().normalize(with_({ delta: '' }), RECV))[1] as OptionQuote).greeks).toBeNull();
     for (const markPriceIv of ['0', '', '-1', 'abc', '1.2.3', 1.4674]) {

@@ -23,7 +23,8 @@ import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
 import type { ChainFit } from '../../src/domain/chainFit.js';
-import { hagan2002, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
+import { black76Price } from '../../src/quant/black76.js';
+import { hagan2002, refHalfSpreads, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -76,6 +77,20 @@ export interface ExpiryQuality {
   /** The service's own diagnostics of the reference gap and repair cost, when it reports them. */
   readonly diagReferenceRmse: number | null;
   readonly diagRepairCost: number | null;
+  /** SABR reference smile free of butterfly arbitrage on the quoted range (density check written here); null otherwise. */
+  readonly referenceDensityFree: boolean | null;
+  /** |model price - mark price| in ticks at each two-sided quote (every T). */
+  readonly ticksOff: readonly number[];
+  /** Quotes without a two-sided market (no bid): count, model price above the ask, more than 2 ticks from the mark. */
+  readonly noBid: number;
+  readonly noBidAboveAsk: number;
+  readonly noBidBeyond2Ticks: number;
+  /** Sparse expiry (1 to 4 quotes): largest |served - mark| minus max(1 vp, the quote's spread), vol points (> 0: a miss); null otherwise. */
+  readonly sparseExcess: number | null;
+  /** The slice carries issue 26's sparse warning (the service says it could not honour its quotes). */
+  readonly sparseWarned: boolean;
+  /** The slice carries issue 26's cross-model warning. */
+  readonly crossModelWarned: boolean;
 }
 
 /** All expiries of one chain, per model. */
@@ -86,6 +101,33 @@ export interface ChainQuality {
 }
 
 const DAY_Y = 1 / 365;
+
+/** Deribit BTC option tick below 0.005 BTC (and the issue's "1 tick"): 0.0001 BTC, per unit of the underlying. */
+export const DERIBIT_BTC_TICK = 0.0001;
+
+/**
+ * Butterfly check of a smile written here (Breeden and Litzenberger 1978; Carr and Madan 2005): undiscounted Black-76
+ * calls per unit forward at 401 strikes uniform in k over [kLo, kHi]: within bounds, slope in [-1, 0], convex
+ * (second difference >= -1e-7, the service's density tolerance).
+ */
+export function refDensityFree(iv: (k: number) => number, T: number, kLo: number, kHi: number): boolean {
+  const n = 401;
+  const x: number[] = [];
+  const c: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const k = kLo + ((kHi - kLo) * i) / (n - 1);
+    const v = iv(k);
+    if (!(v > 0) || !Number.isFinite(v)) return false;
+    x.push(Math.exp(k));
+    c.push(black76Price(1, Math.exp(k), T, v, 'C'));
+  }
+  for (let i = 1; i + 1 < n; i++) {
+    const s1 = (c[i]! - c[i - 1]!) / (x[i]! - x[i - 1]!);
+    const s2 = (c[i + 1]! - c[i]!) / (x[i + 1]! - x[i]!);
+    if (s1 > 1e-9 || s1 < -1 - 1e-9 || (s2 - s1) / (0.5 * (x[i + 1]! - x[i - 1]!)) < -1e-7) return false;
+  }
+  return true;
+}
 
 /** Measure the service against the references on one real chain (module docstring). */
 export function measureChain(id: ChainSourceId, sabrBeta = 1): ChainQuality {
@@ -102,6 +144,7 @@ export function measureView(
   view: ChainView,
   byInstrument: ReadonlyMap<string, { bestBidPrice: number | null; bestAskPrice: number | null }>,
   sabrBeta = 1,
+  tick = DERIBIT_BTC_TICK,
 ): ChainQuality {
   const fit = fitChain(view, { sabrBeta });
   const bidAsk = (s: ExpirySlice, q: ExpirySlice['quotes'][number]): [number | null, number | null] => {
@@ -124,13 +167,17 @@ export function measureView(
     const rows: ExpiryQuality[] = [];
     let prevRef: ReturnType<typeof referenceSvi> | null = null;
     for (const s of mf.slices) {
-      const qs = s.quotes.map((q) => ({ k: q.k, iv: q.markIv }));
+      const ba = s.quotes.map((q) => bidAsk(s, q));
+      // issue 26's objective: each residual in units of the quote's half-spread (referenceFits.ts refHalfSpreads)
+      const hs = refHalfSpreads(ba.map(([bidIv, askIv]) => ({ bidIv, askIv })));
+      const qs = s.quotes.map((q, i) => ({ k: q.k, iv: q.markIv, h: hs[i]! }));
       const served = s.quotes.map((q) => surface!.impliedVol(s.T, q.strike, s.forward));
       const servedRmse = Math.sqrt(served.reduce((a, v, i) => a + (100 * (v - s.quotes[i]!.markIv)) ** 2, 0) / served.length);
       let referenceRmse: number | null = null;
       let referenceIv: ((k: number) => number) | null = null;
       let bfly: boolean | null = null;
       let cal: boolean | null = null;
+      let densityFree: boolean | null = null;
       if (qs.length >= 5 && mf.model === 'SVI') {
         let ref = sviRefs.get(s.expirationTimestamp);
         if (!ref) sviRefs.set(s.expirationTimestamp, (ref = referenceSvi(qs, s.T)));
@@ -148,10 +195,39 @@ export function measureView(
           }
         }
         prevRef = ref;
-      } else if (qs.length >= 4 && mf.model === 'SABR') {
+      } else if (qs.length >= 5 && mf.model === 'SABR') {
         const ref = referenceSabr(qs, s.forward, s.T, sabrBeta);
         referenceRmse = ref.rmseVolPts;
         referenceIv = (k) => hagan2002(ref.params, s.forward, s.forward * Math.exp(k), s.T);
+        const kLo = Math.min(...qs.map((q) => q.k));
+        const kHi = Math.max(...qs.map((q) => q.k));
+        densityFree = refDensityFree(referenceIv, s.T, kLo, kHi);
+      }
+      // Prices per unit of the underlying (inverse: coin; Black-76 / F), ticks of the exchange.
+      const price = (q: (typeof s.quotes)[number], v: number): number => black76Price(s.forward, q.strike, s.T, v, q.optionType) / s.forward;
+      const ticksOff: number[] = [];
+      let noBid = 0;
+      let noBidAboveAsk = 0;
+      let noBidBeyond2Ticks = 0;
+      s.quotes.forEach((q, i) => {
+        const [b, a] = ba[i]!;
+        const off = Math.abs(price(q, served[i]!) - price(q, q.markIv)) / tick;
+        if (b !== null && a !== null && a > b) ticksOff.push(off);
+        else {
+          noBid++;
+          if (a !== null && price(q, served[i]!) > price(q, a) + 1e-12) noBidAboveAsk++;
+          if (off > 2) noBidBeyond2Ticks++;
+        }
+      });
+      let sparseExcess: number | null = null;
+      if (s.quotes.length <= 4) {
+        sparseExcess = Math.max(
+          ...s.quotes.map((q, i) => {
+            const [b, a] = ba[i]!;
+            const spread = b !== null && a !== null && a > b ? 100 * (a - b) : 0;
+            return Math.abs(100 * (served[i]! - q.markIv)) - Math.max(1, spread);
+          }),
+        );
       }
       let inSpread = 0;
       let twoSided = 0;
@@ -160,7 +236,7 @@ export function measureView(
       if (s.T > 2 * DAY_Y) {
         const inside = (v: number, b: number, a: number): boolean => v >= b - 1e-9 && v <= a + 1e-9;
         s.quotes.forEach((q, i) => {
-          const [b, a] = bidAsk(s, q);
+          const [b, a] = ba[i]!;
           if (b === null || a === null || !(a >= b)) return;
           twoSided++;
           if (inside(served[i]!, b, a)) inSpread++;
@@ -185,6 +261,14 @@ export function measureView(
         warnings: s.fit.warnings?.length ?? 0,
         diagReferenceRmse: d.referenceRmseVolPts ?? null,
         diagRepairCost: d.repairCostVolPts ?? null,
+        referenceDensityFree: densityFree,
+        ticksOff,
+        noBid,
+        noBidAboveAsk,
+        noBidBeyond2Ticks,
+        sparseExcess,
+        sparseWarned: (s.fit.warnings ?? []).some((w) => w.startsWith('sparse quotes not honoured:')),
+        crossModelWarned: (s.fit.warnings ?? []).some((w) => w.startsWith('model comparison:')),
       });
     }
     byModel[mf.model] = rows;
@@ -233,6 +317,16 @@ export function qualitySummary(q: ChainQuality): Array<{
   marksInSpread: number;
   sparse: number;
   warned: number;
+  ticksMedian: number;
+  ticksMax: number;
+  noBid: number;
+  noBidAboveAsk: number;
+  noBidBeyond2Ticks: number;
+  sparseBeyond1Vp: number;
+  shortExpiries: number;
+  shortMedianRmse: number;
+  shortMaxRmse: number;
+  crossModelWarned: number;
 }> {
   return (Object.keys(q.byModel) as VolatilityModel[]).map((model) => {
     const rows = q.byModel[model];
@@ -252,6 +346,16 @@ export function qualitySummary(q: ChainQuality): Array<{
       marksInSpread: two > 0 ? rows.reduce((a, r) => a + r.marksInSpread, 0) / two : Number.NaN,
       sparse: rows.filter((r) => r.status === 'sparse').length,
       warned: rows.filter((r) => r.warnings > 0).length,
+      ticksMedian: median(rows.flatMap((r) => r.ticksOff)),
+      ticksMax: Math.max(...rows.flatMap((r) => r.ticksOff)),
+      noBid: rows.reduce((a, r) => a + r.noBid, 0),
+      noBidAboveAsk: rows.reduce((a, r) => a + r.noBidAboveAsk, 0),
+      noBidBeyond2Ticks: rows.reduce((a, r) => a + r.noBidBeyond2Ticks, 0),
+      sparseBeyond1Vp: rows.filter((r) => r.sparseExcess !== null && r.sparseExcess > 0).length,
+      shortExpiries: rows.filter((r) => r.T < 2 * DAY_Y).length,
+      shortMedianRmse: median(rows.filter((r) => r.T < 2 * DAY_Y).map((r) => r.servedRmse)),
+      shortMaxRmse: Math.max(...rows.filter((r) => r.T < 2 * DAY_Y).map((r) => r.servedRmse)),
+      crossModelWarned: rows.filter((r) => r.crossModelWarned).length,
     };
   });
 }

@@ -62,15 +62,19 @@ describe('the references are what they claim', () => {
   });
 });
 
-describe('goals of issue 11 on every real chain (tuning chain and hold-outs alike)', () => {
+describe('goals of issue 11 on every real chain (tuning chain and hold-outs alike), against the spread-weighted references of issue 26', () => {
   it('SVI: within 0.05 vp of the reference where the reference is arbitrage-free in the quoted range; repair cost < 0.5 vp elsewhere', () => {
     for (const q of measured) {
       for (const r of q.byModel.SVI) {
         if (r.referenceRmse === null) continue;
         const gap = r.servedRmse - r.referenceRmse;
         const label = `${q.id} SVI ${new Date(r.expirationTimestamp * 1000).toISOString().slice(0, 10)}`;
-        if (r.referenceButterflyFree && r.referenceCalendarFree) expect(gap, label).toBeLessThanOrEqual(0.05);
+        // Issue 26: the reference is the spread-weighted fit. Where it is arbitrage-free on the quoted range the gap
+        // is <= 0.05 vp unless the service's own butterfly check binds beyond the quoted range (g(k) on [-3, 3]:
+        // pitspa 30MAY26, g < 0 at k = 0.72, quotes up to 0.14): that repair is then the whole gap, reported.
+        if (r.referenceButterflyFree && r.referenceCalendarFree && r.status !== 'repaired') expect(gap, label).toBeLessThanOrEqual(0.05);
         else expect(gap, label).toBeLessThan(0.5);
+        if (gap > 0.05) expect(Math.abs(gap - (r.diagRepairCost ?? 0)), label).toBeLessThan(0.02);
         // The service's own diagnostics tell the same story (its unconstrained fit is its reference).
         expect(r.diagReferenceRmse, label).not.toBeNull();
         expect(Math.abs(r.diagReferenceRmse! - r.referenceRmse), label).toBeLessThan(0.05);
@@ -115,14 +119,15 @@ describe('goals of issue 11 on every real chain (tuning chain and hold-outs alik
 });
 
 describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days out)', () => {
-  it('holds at least the measured share per chain and model (goal 95 % not met yet: SABR has 3 parameters)', () => {
-    // Measured (share of two-sided quotes): SVI 84.2 / 81.4 / 96.5 %, SABR 62.5 / 63.8 / 79.8 %, VV 85.1 / 84.5 / 78.9 %
-    // (maksm05 / pitspa / schepal); bounds 2 points below. The misses are the plateau-marked 29MAY26 and the
-    // 26JUN26 expiry, where even the unconstrained reference fits sit 2.9 (SVI) and 5.1 (SABR) vp from the marks.
+  it('holds at least the measured share per chain and model (issue 26: the absolute 95 % gave way to the reference share)', () => {
+    // Measured (share of two-sided quotes) with the spread-weighted objective of issue 26: SVI 91.3 / 87.6 / 98.2 %,
+    // SABR 77.1 / 78.0 / 85.1 %, VV 89.2 / 87.0 / 91.2 % (maksm05 / pitspa / schepal; the plain least squares before
+    // it: SVI 84.2 / 81.4 / 96.5, SABR 62.5 / 63.8 / 79.8); bounds about 2 points below. The misses are the
+    // plateau-marked 29MAY26 and the 26JUN26 expiry.
     const floor: Record<string, Record<string, number>> = {
-      maksm05: { SVI: 0.82, SABR: 0.605, VANNA_VOLGA: 0.83 },
-      pitspa: { SVI: 0.79, SABR: 0.62, VANNA_VOLGA: 0.825 },
-      schepal: { SVI: 0.945, SABR: 0.78, VANNA_VOLGA: 0.77 },
+      maksm05: { SVI: 0.89, SABR: 0.75, VANNA_VOLGA: 0.83 },
+      pitspa: { SVI: 0.855, SABR: 0.76, VANNA_VOLGA: 0.825 },
+      schepal: { SVI: 0.96, SABR: 0.83, VANNA_VOLGA: 0.77 },
     };
     for (const q of measured) {
       for (const s of qualitySummary(q)) expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(floor[q.id]![s.model]!);
@@ -130,10 +135,9 @@ describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days 
   });
 
   it('as many served IVs lie inside the spread as the independent reference fit\'s (the best unconstrained fit of the model)', () => {
-    // The 95 % goal against what the model family can reach on these marks: measured, the reference SVI places
-    // 84.2 / 81.4 / 96.5 % inside (the served SVI the same), the reference SABR 63.5 / 65.0 / 79.8 % (served 62.5 /
-    // 63.8 / 79.8: its calendar repair), while the marks themselves are 99.1 / 96.6 / 98.2 % inside. Allowed: 0.5
-    // point below the reference for SVI, 1.5 for SABR (its repair cost, < 0.2 vp).
+    // What the model family can reach on these marks: measured, the spread-weighted reference SVI places 91.3 / 87.6 /
+    // 98.2 % inside (the served SVI the same), the reference SABR 77.1 / 78.0 / 85.1 % (served the same), while the
+    // marks themselves are 99.1 / 96.6 / 98.2 % inside. Allowed: 0.5 point below the reference for SVI, 1.5 for SABR.
     for (const q of measured) {
       for (const s of qualitySummary(q)) {
         if (s.model === 'VANNA_VOLGA') continue;

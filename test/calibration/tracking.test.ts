@@ -94,22 +94,26 @@ const quantile = (xs: number[], q: number): number => {
 };
 
 /** Run a path of views through the incremental fitter, comparing each step with a cold fit; returns the gaps and the work done. */
-function track(views: readonly ChainView[]): { gaps: Gaps; refitted: number; confirmed: number } {
+function track(views: readonly ChainView[]): { gaps: Gaps; refitted: number; confirmed: number; byModel: Record<string, { refitted: number; confirmed: number }> } {
   const fitter = new ChainFitter();
   const gaps: Gaps = { ratios: [], worst: { ratio: 0, where: '' }, by: {} };
   let refitted = 0;
   let confirmed = 0;
+  const byModel: Record<string, { refitted: number; confirmed: number }> = {};
   views.forEach((v, i) => {
     const served = fitter.fit(i === 0 ? { ...v, full: true } : { ...v, full: false, changedExpiries: [...new Set(v.options.map((o) => o.expirationTimestamp))] });
     if (i > 0) {
-      for (const w of Object.values(served.sliceWork ?? {})) {
+      for (const [model, w] of Object.entries(served.sliceWork ?? {})) {
         refitted += w!.refitted;
         confirmed += w!.confirmed;
+        const b = (byModel[model] ??= { refitted: 0, confirmed: 0 });
+        b.refitted += w!.refitted;
+        b.confirmed += w!.confirmed;
       }
       compare(served, fitChain({ ...v, full: true }, {}, new FitMemory()), gaps, i);
     }
   });
-  return { gaps, refitted, confirmed };
+  return { gaps, refitted, confirmed, byModel };
 }
 
 /** A real chain moved by the processes of the module docstring, `steps` views after the recorded one. */
@@ -189,10 +193,12 @@ describe('tracking tolerance: served surfaces within eps of a cold fit while the
     const start = Math.round((now - h.spec.startMs) / 1000 / h.spec.stepS);
     const views: ChainView[] = [];
     for (let s = 0; s <= 24; s++) views.push(printer.viewsAt(start + s).find((v) => v.pair.base === 'BTC')!);
-    const { gaps, refitted, confirmed } = track(views);
+    const { gaps, refitted, confirmed, byModel } = track(views);
     report('simulator', gaps, refitted, confirmed);
+    console.log(`  by model: ${JSON.stringify(byModel)}`);
     assertTracking(gaps);
-    // the gate earns its keep: at the simulator's pace most expiries are confirmed, not refitted
-    expect(confirmed).toBeGreaterThan(refitted);
+    // the gate earns its keep: at the simulator's pace most SVI expiries (the gated model: SABR and Vanna-Volga are
+    // refitted on any change, trackingGate false) are confirmed, not refitted
+    expect(byModel.SVI!.confirmed).toBeGreaterThan(byModel.SVI!.refitted);
   }, 240_000);
 });

@@ -53,7 +53,7 @@ import type { VolSurface } from '../surface.js';
 import { YEAR_S, MIN_EXPIRY_SECONDS, forwardPoints, groupByExpiry, type EligibleGroup } from './expiryGroups.js';
 import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlice, type MutableCounts, type PassTally, type WingRepair } from './fitMemory.js';
 import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from './modelSurface.js';
-import { servedQuality, within10Delta, type DraftSlice } from './quality.js';
+import { crossModelWarnings, servedQuality, within10Delta, type DraftSlice } from './quality.js';
 import { SliceGate, residualsWithinTracking } from './sliceGate.js';
 import { SHAPE_SOURCE_MIN_T, SPARSE_MAX_QUOTES, sparseTarget } from './sparse.js';
 
@@ -198,6 +198,7 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow:
         minDensity: attempt.minDensity,
         fittedAt: reusedFrom ?? obs,
         atmErrorVolPts: attempt.atmErrorVolPts,
+        plainRmseVolPts: sparseHow === null ? (attempt.plainRmseVolPts ?? null) : null,
         warnings: attempt.warnings.filter((w) => !w.startsWith('ATM check')),
       },
     };
@@ -305,6 +306,10 @@ const GATE_SHARE = 0.5;
 
 function withinTracking(smile: SmileModel<unknown>, prev: FittedExpiry, g: EligibleGroup): boolean {
   if (smile.trackingGate === false) return false;
+  // expiries under 2 days are refitted whenever their quotes change: their fits respond least regularly to the quotes
+  // (plateau marks, few quotes carrying weight under the spread-weighted objective); a confirmed 20-hour SABR slice of
+  // the simulator strayed 0.5 vol pt (10 tolerances) inside its quotes
+  if (g.T < SHAPE_SOURCE_MIN_T) return false;
   if (prev.gate === undefined) prev.gate = SliceGate.build(smile, prev.attempt.params, prev.T, prev.forward, prev.quotes);
   const c = prev.gate?.check(g.T, g.forward, g.quotes) ?? null;
   return c !== null && c.ratio <= GATE_SHARE && c.localRatio <= GATE_SHARE;
@@ -628,6 +633,7 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     }
     throw err;
   }
+  crossModelWarnings(models);
   const sliceWork: Partial<Record<VolatilityModel, SliceWork>> = {};
   for (const m of VOLATILITY_MODELS) {
     const p = memory.lastPass.get(m);

@@ -91,5 +91,68 @@ export function servedQuality(served: VolSurface, s: DraftSlice, referenceRmse: 
     warnings.push(`${QUALITY_WARNING_PREFIX} ATM error ${s.fit.atmErrorVolPts.toFixed(2)} vol pts (served ${(100 * served.impliedVolAtLogMoneyness(s.T, 0)).toFixed(2)} vs market ${(100 * atm!).toFixed(2)}) exceeds ${WARN_ATM_VOL_PTS}`);
   }
   if (mx25 !== null && mx25 > WARN_25D_VOL_PTS) warnings.push(`${QUALITY_WARNING_PREFIX} error ${mx25.toFixed(2)} vol pts at a quote within 25-delta exceeds ${WARN_25D_VOL_PTS}`);
-  s.fit.warnings = warnings;
+  const sparseMiss = sparseQuoteMiss(served, s);
+  if (sparseMiss !== null) warnings.push(sparseMiss);
+  s.fit.warnings = warnings.filter((w) => !(w.startsWith(SPARSE_WARNING_PREFIX) && w !== sparseMiss));
+}
+
+/** Prefix of the warning of a sparse expiry served away from one of its quotes (issue 26). */
+export const SPARSE_WARNING_PREFIX = 'sparse quotes not honoured:';
+/** Largest quote count of a sparse expiry (src/quant/chain/sparse.ts SPARSE_MAX_QUOTES; repeated: no import cycle). */
+const SPARSE_QUOTES = 4;
+/** A sparse expiry's served IV may be this many vol points from the mark at a quoted strike (issue 11 item 2, issue 26). */
+export const SPARSE_TOLERANCE_VOL_PTS = 1;
+
+/**
+ * Issue 26's rule for sparse expiries (1 to {@link SPARSE_QUOTES} quotes): at every quoted strike the SERVED IV (the
+ * calendar envelope and wing repairs included) lies within max({@link SPARSE_TOLERANCE_VOL_PTS} vol pt, the quote's
+ * own bid-ask IV spread) of the mark. The quotes are never moved to honour the calendar: where the served smile
+ * misses one (the envelope of a longer-looking shorter expiry lifted it), this returns the warning saying so, else null.
+ */
+export function sparseQuoteMiss(served: VolSurface, s: Pick<DraftSlice, 'T' | 'forward' | 'quotes'>): string | null {
+  if (s.quotes.length === 0 || s.quotes.length > SPARSE_QUOTES) return null;
+  let worst: { e: number; strike: number; tol: number } | null = null;
+  for (const q of s.quotes) {
+    const e = 100 * (served.impliedVol(s.T, q.strike, s.forward) - q.markIv);
+    const spread = q.bidIv !== null && q.askIv !== null && q.askIv > q.bidIv ? 100 * (q.askIv - q.bidIv) : 0;
+    const tol = Math.max(SPARSE_TOLERANCE_VOL_PTS, spread);
+    if (!(Math.abs(e) <= tol) && (worst === null || Math.abs(e) - tol > Math.abs(worst.e) - worst.tol)) worst = { e, strike: q.strike, tol };
+  }
+  if (worst === null) return null;
+  return `${SPARSE_WARNING_PREFIX} served IV ${worst.e.toFixed(2)} vol pts from the mark at strike ${worst.strike} (tolerance ${worst.tol.toFixed(2)}): the calendar against the neighbouring expiries cannot be honoured without moving the quotes`;
+}
+
+/** Prefix of the cross-model warning (issue 26). */
+export const CROSS_MODEL_WARNING_PREFIX = 'model comparison:';
+/** A model's served RMSE of an expiry may be at most this many times the best of the models' (issue 26). */
+export const CROSS_MODEL_RATIO = 3;
+/** ...measured against at least this RMSE (vol points, the half-spread floor of quoteWeights.ts): 0.05 vs 0.01 vp is no miss. */
+export const CROSS_MODEL_FLOOR_VOL_PTS = 0.25;
+
+/**
+ * Issue 26: an expiry whose served RMSE against the marks (vol points) under one model exceeds
+ * {@link CROSS_MODEL_RATIO} times the best model's on the same expiry (the best floored at
+ * {@link CROSS_MODEL_FLOOR_VOL_PTS}) carries a warning under that model (e.g. Vanna-Volga's three pillars on an
+ * 8-hour expiry). Replaces earlier warnings of this kind (slices may be carried from an earlier fit).
+ * @param models every model's served slices of one chain fit (draft slices, not yet frozen: updated in place)
+ */
+export function crossModelWarnings(models: ReadonlyArray<{ readonly model: string; readonly slices: readonly ExpirySlice[] }>): void {
+  const best = new Map<number, { rmse: number; model: string }>();
+  for (const m of models) {
+    for (const s of m.slices) {
+      const b = best.get(s.expirationTimestamp);
+      if (Number.isFinite(s.fit.rmseVolPts) && (b === undefined || s.fit.rmseVolPts < b.rmse)) best.set(s.expirationTimestamp, { rmse: s.fit.rmseVolPts, model: m.model });
+    }
+  }
+  for (const m of models) {
+    for (const s of m.slices) {
+      const warnings = (s.fit.warnings ?? []).filter((w) => !w.startsWith(CROSS_MODEL_WARNING_PREFIX));
+      const b = best.get(s.expirationTimestamp);
+      if (b && s.fit.rmseVolPts > CROSS_MODEL_RATIO * Math.max(b.rmse, CROSS_MODEL_FLOOR_VOL_PTS)) {
+        warnings.push(`${CROSS_MODEL_WARNING_PREFIX} RMSE ${s.fit.rmseVolPts.toFixed(2)} vol pts is more than ${CROSS_MODEL_RATIO} times ${b.model}'s ${b.rmse.toFixed(2)} on this expiry`);
+      }
+      // the chain fit's slices are its drafts until buildSnapshots freezes them
+      (s as DraftSlice).fit.warnings = warnings;
+    }
+  }
 }

@@ -21,8 +21,8 @@
  * moneyness), so forward moves that the marks follow in log-moneyness change nothing, and forward moves the marks do
  * not follow (sticky strike) show up as residual changes like any mark move. The difference dr (not r itself) is
  * projected, so a fit that ended on a constraint (a repaired slice) is judged by what moved since, not by its
- * distance to the unconstrained optimum. Weights W_i = 1/h_i^2, h_i = max(half-spread in IV, 0.25 vol pt), quotes
- * without a bid at the widest h of the expiry and at least 2 vol pts: the spread-weighted objective of issue 26.
+ * distance to the unconstrained optimum. W: the model's own objective weights (SmileModel.objectiveWeights; SVI and
+ * SABR the spread-weighted objective of issue 26), equal weights when it names none.
  */
 import type { SmileModel, SliceQuote, StoredParams } from '../models/types.js';
 
@@ -32,6 +32,12 @@ export const TRACKING_MIN_VOL_PTS = 0.05;
 export const TRACKING_SPREAD_SHARE = 0.1;
 /** Half-width of the log-moneyness range the served smile is checked on, besides the quotes. */
 export const TRACKING_K_RANGE = 1;
+/**
+ * Beyond the quoted range the gate holds its predicted change to this share of the tolerance: the linear prediction
+ * is least reliable in the extrapolated wing (on the simulator a 3-month SVI slice confirmed at the full share moved
+ * 3.4 tolerances at k = -1 under a cold refit; test/calibration/tracking.test.ts).
+ */
+const EXTRAPOLATION_SHARE = 0.5;
 /** Points of the log-moneyness grid over [-TRACKING_K_RANGE, TRACKING_K_RANGE]. */
 const GRID_POINTS = 21;
 /**
@@ -68,27 +74,6 @@ export function trackingToleranceIv(bidIv: number | null | undefined, askIv: num
   const floor = TRACKING_MIN_VOL_PTS / 100;
   if (bidIv == null || askIv == null || !(bidIv > 0) || !(askIv > bidIv) || !Number.isFinite(askIv)) return floor;
   return Math.max(floor, (TRACKING_SPREAD_SHARE * (askIv - bidIv)) / 2);
-}
-
-/**
- * The residual weights of the spread-weighted objective, 1/h^2 with h = max(half-spread in IV, 0.25 vol pt); a quote
- * without a two-sided market gets the widest h of the expiry, at least 2 vol pts (issue 26). One weight per quote.
- */
-export function spreadWeights(quotes: readonly Pick<SliceQuote, 'bidIv' | 'askIv'>[]): Float64Array {
-  const h = new Float64Array(quotes.length);
-  let widest = 0.02;
-  quotes.forEach((q, i) => {
-    if (q.bidIv != null && q.askIv != null && q.bidIv > 0 && q.askIv > q.bidIv && Number.isFinite(q.askIv)) {
-      h[i] = Math.max((q.askIv - q.bidIv) / 2, 0.0025);
-      widest = Math.max(widest, h[i]!);
-    }
-  });
-  const w = new Float64Array(quotes.length);
-  for (let i = 0; i < quotes.length; i++) {
-    const hi = h[i]! > 0 ? h[i]! : widest;
-    w[i] = 1 / (hi * hi);
-  }
-  return w;
 }
 
 /** What a {@link SliceGate} check found. */
@@ -194,7 +179,7 @@ export class SliceGate {
       if (g < n) tolerance[g] = tolQ[g]!;
       else {
         const k = gridK[g]!;
-        if (k < kLo || k > kHi) tolerance[g] = TRACKING_MIN_VOL_PTS / 100;
+        if (k < kLo || k > kHi) tolerance[g] = (EXTRAPOLATION_SHARE * TRACKING_MIN_VOL_PTS) / 100;
         else {
           let best = 0;
           for (let i = 1; i < n; i++) if (Math.abs(quotes[i]!.k - k) < Math.abs(quotes[best]!.k - k)) best = i;

@@ -3,7 +3,8 @@
  * smile against the marks, and the grid of every density check of a SERVED smile.
  */
 import type { SviQuote } from '../sviCalibration.js';
-import type { SliceInput } from './types.js';
+import type { SliceInput, SliceQuote } from './types.js';
+import { quoteHalfSpreads } from '../quoteWeights.js';
 
 /** The quotes in the calibrations' form (src/quant/quoteWeights.ts SviQuote). */
 export function toCalibrationQuotes(g: SliceInput): SviQuote[] {
@@ -47,4 +48,14 @@ export function servedGrid(g: SliceInput): { kMin: number; kMax: number; nStd: n
     if (q.k > kMax) kMax = q.k;
   }
   return { kMin, kMax, nStd: SERVED_CHECK_STD };
+}
+
+/**
+ * The weights of the spread-weighted objective of SVI and SABR (issue 26; src/quant/quoteWeights.ts `halfSpread`),
+ * 1/h^2 per quote with h = max(half-spread in IV, 0.25 vol pt) and quotes without a two-sided market at the widest h
+ * of the expiry (at least 2 vol pts): the W of SmileModel.objectiveWeights (the refit gate, src/quant/chain/sliceGate.ts).
+ */
+export function halfSpreadObjectiveWeights(quotes: readonly SliceQuote[]): Float64Array {
+  const h = quoteHalfSpreads(quotes.map((q) => ({ k: q.k, iv: q.markIv, bidIv: q.bidIv, askIv: q.askIv })));
+  return Float64Array.from(h, (x) => 1 / (x * x));
 }

@@ -11,7 +11,7 @@ import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '.
 import { calibrateSabr } from '../sabrCalibration.js';
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
-import { finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
+import { finiteOrNull, halfSpreadObjectiveWeights, servedGrid, toCalibrationQuotes } from './fitKit.js';
 import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
@@ -83,6 +83,11 @@ export const sabrModel: SmileModel<SabrServedParams> = {
   name: 'SABR',
   parameterNames: ['alpha', 'beta', 'rho', 'nu', 'kWingL', 'kWingR'],
   freeParameterNames: ['alpha', 'rho', 'nu'],
+  objectiveWeights: halfSpreadObjectiveWeights,
+  // Refitted on any change of its quotes (issue 22): under the spread-weighted objective its optimum jumps between
+  // near-equal minima with small quote moves (a 14-day simulator slice moved 0.17 to 0.18 vol pt at k = -0.3 between
+  // two seconds, refits and cold fits alike; test/calibration/tracking.test.ts), which no linear prediction can bound.
+  trackingGate: false,
   optionalParameterNames: ['kWingL', 'kWingR'],
   fromRecord(r, T, forward) {
     const p: SabrParams = { alpha: need('SABR', r, 'alpha'), beta: need('SABR', r, 'beta'), rho: need('SABR', r, 'rho'), nu: need('SABR', r, 'nu') };
@@ -135,25 +140,30 @@ function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly numb
 }
 
 /**
- * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `beta`): the unweighted, untrimmed least-squares fit
- * of calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`), then the wing junctions
+ * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `beta`): the spread-weighted (issue 26, quoteWeights.ts
+ * quoteHalfSpreads: min sum ((iv - mark) / h)^2), untrimmed least-squares fit of calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`), then the wing junctions
  * ({@link sabrWingJunctions}) and the butterfly check of the SERVED smile (Hagan with its linear wings) on
  * servedGrid; the slice is butterfly-free only when both the calibration's and the served check pass.
  * @throws RangeError from calibrateSabr (F, T not finite > 0; no valid quote)
  */
 export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): SliceFit {
-  // Unweighted, untrimmed: the served SABR is the least-squares Hagan fit to the marks (the reference of
-  // test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
+  // Spread-weighted, untrimmed: the served SABR is the spread-weighted least-squares Hagan fit to the marks (the
+  // reference of test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
   const prior = st.lastFullT !== undefined ? readStored(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
   const previous = readStored(sabrModel, st.previous, g.T, g.forward);
   const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
     beta,
-    weighting: 'uniform',
+    weighting: 'halfSpread',
     maxOutlierFraction: 0,
     ...(prior && st.lastFullT ? { prior, priorT: st.lastFullT } : {}),
     // the warm start at this fit's beta (SABR_BETA may have changed since the previous fit)
     ...(previous ? { previous: { alpha: previous.alpha, beta, rho: previous.rho, nu: previous.nu }, warm: true } : {}),
   });
+  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26).
+  const plain =
+    r.mode === 'sabr-3p'
+      ? calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, { beta, weighting: 'uniform', maxOutlierFraction: 0, previous: r.params, warm: true })
+      : null;
   const { kMin, kMax } = servedGrid(g);
   const wings = sabrWingJunctions(r.params, g.forward, g.T, kMin, kMax);
   const params: SabrServedParams = { alpha: r.params.alpha, beta: r.params.beta, rho: r.params.rho, nu: r.params.nu, kWingL: wings.kWingL, kWingR: wings.kWingR };
@@ -173,5 +183,6 @@ export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): Slice
     warnings: served.ok ? r.warnings : [...r.warnings, `butterfly arbitrage in the served smile (wings): min density ${served.minDensity.toExponential(3)}`],
     full: r.mode === 'sabr-3p',
     unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
+    ...(plain ? { plainRmseVolPts: plain.unconstrainedRmseVolPts } : {}),
   };
 }

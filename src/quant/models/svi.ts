@@ -6,16 +6,18 @@
  */
 import { sviFirstDerivative, sviTotalVariance, type SviParams } from '../svi.js';
 import { calibrateSvi } from '../sviCalibration.js';
-import { finiteOrNull, toCalibrationQuotes } from './fitKit.js';
+import { finiteOrNull, halfSpreadObjectiveWeights, toCalibrationQuotes } from './fitKit.js';
 import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
 export const SVI_MIN_QUOTES_FULL = 7;
 
 /**
- * SVI fit of one expiry: the unweighted least-squares raw-SVI fit to the OTM mark IVs (calibrateSvi with
- * uniform weights, no robust loss), which is what test/calibration/referenceGap.test.ts measures against an
- * independent Zeliade (2009) fit. No calendar floor: calendar arbitrage against the shorter expiry is repaired
+ * SVI fit of one expiry: the spread-weighted least-squares raw-SVI fit to the OTM mark IVs (issue 26: calibrateSvi
+ * with `halfSpread` weights, min sum ((iv - mark) / h)^2, h = max(half-spread in IV, 0.25 vp), no-bid quotes the
+ * widest h of the expiry and at least 2 vp, quoteWeights.ts quoteHalfSpreads; no robust loss), which is what
+ * test/calibration/referenceGap.test.ts and spreadObjective.test.ts measure against an independent Zeliade (2009)
+ * fit of the same objective. No calendar floor: calendar arbitrage against the shorter expiry is repaired
  * afterwards by the served envelope max(w_i, W_{i-1}) (src/quant/chain/chainFit.ts fitModel), which changes the slice only
  * where it binds, instead of refitting the whole slice under a penalty (that cost 1 to 3 vol points on the long
  * expiries of real chains). Butterfly arbitrage is still repaired inside calibrateSvi (penalty rounds, only when
@@ -27,12 +29,14 @@ export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
   const prior = readStored(sviModel, st.lastFull, st.lastFullT ?? g.T, g.forward);
   const previous = readStored(sviModel, st.previous, g.T, g.forward);
   const r = calibrateSvi(toCalibrationQuotes(g), g.T, {
-    weighting: 'uniform',
+    weighting: 'halfSpread',
     robust: false,
     ...(prior ? { prior } : {}),
     ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
     ...(previous ? { previous, warm: true } : {}),
   });
+  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26).
+  const plain = r.mode === 'svi-5p' ? calibrateSvi(toCalibrationQuotes(g), g.T, { weighting: 'uniform', robust: false, previous: r.params, warm: true }) : null;
   return {
     params: { ...r.params },
     rmseVolPts: r.rmseVolPts,
@@ -46,12 +50,14 @@ export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
     warnings: r.warnings,
     full: r.mode === 'svi-5p',
     unconstrainedRmseVolPts: r.unconstrainedRmseVolPts,
+    ...(plain ? { plainRmseVolPts: plain.unconstrainedRmseVolPts } : {}),
   };
 }
 
 export const sviModel: SmileModel<SviParams> = {
   name: 'SVI',
   parameterNames: ['a', 'b', 'rho', 'm', 'sigma'],
+  objectiveWeights: halfSpreadObjectiveWeights,
   optionalParameterNames: [],
   fromRecord(r) {
     const p: SviParams = { a: need('SVI', r, 'a'), b: need('SVI', r, 'b'), rho: need('SVI', r, 'rho'), m: need('SVI', r, 'm'), sigma: need('SVI', r, 'sigma') };

@@ -56,6 +56,12 @@ export interface SliceFit {
   readonly full: boolean;
   /** RMSE (vol points) of the model's own fit of this expiry before any repair (diagnostics.referenceRmseVolPts). */
   readonly unconstrainedRmseVolPts?: number;
+  /**
+   * RMSE (vol points, against the marks) of the PLAIN fit of this expiry: the same model's equal-weight least squares
+   * (the objective before issue 26), warm-started from the served spread-weighted fit, before any repair. Information
+   * only (diagnostics.plainRmseVolPts); absent where the model does not compute it.
+   */
+  readonly plainRmseVolPts?: number;
 }
 
 /**

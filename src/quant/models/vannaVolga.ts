@@ -175,7 +175,8 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: SliceInput): { param
 }
 
 /**
- * Vanna-Volga fit of one expiry: calibrateVannaVolga (Castagna-Mercurio 2007 pillars by least squares, warm from
+ * Vanna-Volga fit of one expiry: calibrateVannaVolga (Castagna-Mercurio 2007 pillars by spread-weighted least squares,
+ * issue 26's objective, warm from
  * `st.previous`'s pillar vols, its density check on servedGrid, i.e. of the served smile wings included); when that
  * check fails, the smallest repair of {@link shrinkVannaVolga}.
  * @throws RangeError from calibrateVannaVolga (F, T not finite > 0; no valid quote)
@@ -186,6 +187,7 @@ export function fitVannaVolgaSlice(g: SliceInput, st: FitContext): SliceFit {
   // its verdict is the served check, not repeated here.
   const r = calibrateVannaVolga(toCalibrationQuotes(g), g.forward, g.T, {
     densityCheck: servedGrid(g),
+    weighting: 'halfSpread',
     ...(p ? { previousPillars: { vol25P: p.vol25P, volAtm: p.volAtm, vol25C: p.vol25C } } : {}),
   });
   if (r.arbitrageFree) {
