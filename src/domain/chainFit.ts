@@ -93,8 +93,9 @@ export interface FitDiagnostics {
   readonly repairCostVolPts?: number | null;
   /**
    * Information (issue 26): RMSE (vol points, against the marks) of the model's PLAIN equal-weight least-squares fit of
-   * this expiry, before any repair; the served fit minimizes the spread-weighted objective instead. null for sparse
-   * and kept-previous slices and for models that do not compute it (Vanna-Volga).
+   * this expiry, before any repair; the served fit minimizes the spread-weighted objective instead. Computed on cold
+   * fits (start, reconnect, the 60 s safety net); warm refits keep the expiry's last figure (issue 22). null for
+   * sparse and kept-previous slices and for models that do not compute it (Vanna-Volga).
    */
   readonly plainRmseVolPts?: number | null;
   /** Largest |served - mark| (vol points) at the quotes between the 25-delta strikes (mark call delta 0.25..0.75); null without such quotes. */

@@ -581,7 +581,7 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   method: 'How the fit was done (mode, weighting, penalties, robust loss).',
   referenceRmseVolPts: "RMSE (vol points) of the same model's unconstrained fit of this expiry alone (before any arbitrage repair); null for sparse and kept-previous slices.",
   repairCostVolPts: 'What the arbitrage repairs cost: rmseVolPts minus referenceRmseVolPts, vol points; null with it.',
-  plainRmseVolPts: "Information: RMSE (vol points) of the model's plain equal-weight least-squares fit of this expiry before any repair (the served fit minimizes the spread-weighted objective); null for sparse and kept-previous slices and for Vanna-Volga.",
+  plainRmseVolPts: "Information: RMSE (vol points) of the model's plain equal-weight least-squares fit of this expiry before any repair (the served fit minimizes the spread-weighted objective), as of the expiry's last cold fit (start, reconnect, the 60 s safety net: warm refits keep it); null for sparse and kept-previous slices and for Vanna-Volga.",
   // ---- iVSummary
   volatilityListed: 'One entry per listed expiry (not sorted by expiry).',
   volatilityConstMat: 'One entry per constant maturity 1W, 2W, 1M, 2M, 3M, 6M, 9M.',

@@ -275,7 +275,9 @@ function fullPass(mp: ModelPass): void {
         mp,
         g,
         () => {
-          const a = fit(model, g, stFit, options);
+          const fresh = fit(model, g, stFit, options);
+          // a warm refit computes no plain-fit figure (diagnostics only): the expiry's last one is kept
+          const a = fresh.plainRmseVolPts === undefined && prev?.attempt.plainRmseVolPts !== undefined ? { ...fresh, plainRmseVolPts: prev.attempt.plainRmseVolPts } : fresh;
           fitted.set(g.expirationTimestamp, { id, signature, priorKey, attempt: a, T: g.T, forward: g.forward, fittedAt: obs, quotes: g.quotes, gate: undefined });
           return a;
         },

@@ -159,9 +159,10 @@ export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): Slice
     // the warm start at this fit's beta (SABR_BETA may have changed since the previous fit)
     ...(previous ? { previous: { alpha: previous.alpha, beta, rho: previous.rho, nu: previous.nu }, warm: true } : {}),
   });
-  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26).
+  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26). On cold fits
+  // only, as SVI's (a warm refit keeps the figure of the expiry's last cold fit, chainFit.ts).
   const plain =
-    r.mode === 'sabr-3p'
+    r.mode === 'sabr-3p' && !previous
       ? calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, { beta, weighting: 'uniform', maxOutlierFraction: 0, previous: r.params, warm: true })
       : null;
   const { kMin, kMax } = servedGrid(g);

@@ -35,8 +35,10 @@ export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
     ...(st.ceiling ? { calendarCeiling: st.ceiling } : {}),
     ...(previous ? { previous, warm: true } : {}),
   });
-  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26).
-  const plain = r.mode === 'svi-5p' ? calibrateSvi(toCalibrationQuotes(g), g.T, { weighting: 'uniform', robust: false, previous: r.params, warm: true }) : null;
+  // The plain (equal-weight) fit, for diagnostics only: a local refit from the served one (issue 26). On cold fits
+  // only (start, reconnect, the 60 s safety net): a warm refit keeps the figure of the expiry's last cold fit
+  // (chainFit.ts), so that the diagnostics do not double the cost of the refits that follow the market (issue 22).
+  const plain = r.mode === 'svi-5p' && !previous ? calibrateSvi(toCalibrationQuotes(g), g.T, { weighting: 'uniform', robust: false, previous: r.params, warm: true }) : null;
   return {
     params: { ...r.params },
     rmseVolPts: r.rmseVolPts,
