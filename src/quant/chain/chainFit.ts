@@ -207,7 +207,9 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow:
     if (sparseHow === null && attempt.full && g.T >= SHAPE_SOURCE_MIN_T) {
       st.lastFull = attempt.params;
       st.lastFullT = g.T;
-      st.lastFullKey = `${g.expirationTimestamp}:${inputSignature(g)}`;
+      // the fit's identity (expiry and fit time: a confirmed slice keeps it), not its inputs: a prior confirmed within
+      // the tracking tolerance does not change the slices that borrow its shape
+      st.lastFullKey = `${g.expirationTimestamp}:${reusedFrom ?? obs}`;
     }
     return slice;
   }
@@ -255,7 +257,12 @@ function fullPass(mp: ModelPass): void {
     const priorKey = smile.borrowsShape(g) ? (st.lastFullKey ?? 'none') : '';
     const prev = memory.incremental ? fitted.get(g.expirationTimestamp) : undefined;
     const deferred = memory.refitOnly !== null && !memory.refitOnly.has(g.expirationTimestamp);
-    const unchanged = prev !== undefined && prev.priorKey === priorKey && Math.abs(g.T / prev.T - 1) <= smile.reuseMaxTChange && (prev.signature === signature || withinTracking(smile, prev, g));
+    // (a deferred expiry of an urgent partial view whose inputs changed is kept without asking the gate: deferred)
+    const unchanged =
+      prev !== undefined &&
+      prev.priorKey === priorKey &&
+      Math.abs(g.T / prev.T - 1) <= smile.reuseMaxTChange &&
+      (prev.signature === signature || (!deferred && withinTracking(smile, prev, g)));
     let slice: DraftSlice | null;
     if (prev && (unchanged || deferred)) {
       if (unchanged) pass.reused++;
@@ -290,14 +297,6 @@ function fullPass(mp: ModelPass): void {
 }
 
 /**
- * Confirm without a refit (issue 22): true when a refit of expiry `g` would move its served smile by no more than the
- * tracking tolerance (src/quant/chain/sliceGate.ts; the gate of the last fit is built on first use and kept with it):
- * the Gauss-Newton prediction of the refit's change at every quote and on the |k| <= 1 check grid within
- * {@link GATE_SHARE} of the tolerance, and no quote's residual against the served smile moved by more than that share
- * of its tolerance (a local move that a least-squares projection would spread thin, e.g. near a Vanna-Volga pillar).
- * False when the gate cannot judge (other strikes, parameters it cannot read): refit.
- */
-/**
  * Share of the tracking tolerance the gate's predicted change, and each quote's residual change, may use. Measured on
  * the real Deribit chains and the simulator (test/calibration/tracking.test.ts): with the whole tolerance, confirmed
  * slices strayed up to 12 tolerances from a cold fit inside their quotes (Vanna-Volga, whose fit responds to the
@@ -306,12 +305,24 @@ function fullPass(mp: ModelPass): void {
  */
 const GATE_SHARE = 0.5;
 
+/**
+ * Confirm without a refit (issue 22): true when a refit of expiry `g` would move its served smile by no more than the
+ * tracking tolerance (src/quant/chain/sliceGate.ts; the gate of the last fit is built on first use and kept with it):
+ * the Gauss-Newton prediction of the refit's change at every quote and on the |k| <= 1 check grid within
+ * {@link GATE_SHARE} of the tolerance, and no quote's residual against the served smile moved by more than that share
+ * of its tolerance (a local move that a least-squares projection would spread thin, e.g. near a Vanna-Volga pillar).
+ * False when the gate cannot judge (other strikes, parameters it cannot read): refit.
+ */
 function withinTracking(smile: SmileModel<unknown>, prev: FittedExpiry, g: EligibleGroup): boolean {
   if (smile.trackingGate === false) return false;
   // expiries under 2 days are refitted whenever their quotes change: their fits respond least regularly to the quotes
   // (plateau marks, few quotes carrying weight under the spread-weighted objective); a confirmed 20-hour SABR slice of
   // the simulator strayed 0.5 vol pt (10 tolerances) inside its quotes
   if (g.T < SHAPE_SOURCE_MIN_T) return false;
+  // only a plain full fit is linearized: a fit the rule rejected (butterfly left: the served slice is the last good
+  // one, a refit may now pass), a penalty-repaired one (the response of a constrained fit is not the least squares'),
+  // or one in a sparse mode with parameters fixed from a prior, is refitted
+  if (!prev.attempt.butterflyFree || prev.attempt.repaired || !prev.attempt.full) return false;
   if (prev.gate === undefined) prev.gate = SliceGate.build(smile, prev.attempt.params, prev.T, prev.forward, prev.quotes);
   const c = prev.gate?.check(g.T, g.forward, g.quotes) ?? null;
   return c !== null && c.ratio <= GATE_SHARE && c.localRatio <= GATE_SHARE;
@@ -335,15 +346,17 @@ function sparsePass(mp: ModelPass): void {
     const lo = [...sources].reverse().find((x) => x.T < g.T) ?? null;
     const hi = sources.find((x) => x.T > g.T) ?? null;
     // Incremental: the last sparse fit is kept (carried) while its neighbours are the same fits and its quotes moved
-    // within their tracking tolerance (SparseFit).
+    // within half their tracking tolerance (SparseFit; never under 2 days, as in pass 1).
     // (without a neighbour the model's own sparse mode depends on the chain's shape prior instead)
     const key = (lo && lo.id === null) || (hi && hi.id === null) ? null : lo || hi ? `${lo?.id ?? '-'}|${hi?.id ?? '-'}` : `prior ${st.lastFullKey ?? 'none'}`;
     const memo = memory.incremental && key !== null ? sparseFits.get(g.expirationTimestamp) : undefined;
     if (
       memo !== undefined &&
       memo.key === key &&
+      g.T >= SHAPE_SOURCE_MIN_T &&
+      memo.attempt.butterflyFree &&
       Math.abs(g.T / memo.T - 1) <= smile.reuseMaxTChange &&
-      residualsWithinTracking(smile, memo.attempt.params, memo.T, memo.forward, memo.quotes, g.T, g.forward, g.quotes)
+      residualsWithinTracking(smile, memo.attempt.params, memo.T, memo.forward, memo.quotes, g.T, g.forward, g.quotes, GATE_SHARE)
     ) {
       pass.reused++;
       const carried: SliceFit = { ...memo.attempt, params: carryForwardParams(smile, memo.attempt.params, memo.T, g.T, memo.forward, g.forward) };

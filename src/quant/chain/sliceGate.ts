@@ -14,9 +14,12 @@
  * with J the Jacobian of the fitted implied vols at the quotes with respect to the model's free parameters
  * (SmileModel.freeParameterNames; central finite differences), a change dr of the residuals r_i = sigma(k_i) - m_i
  * since the fit moves the optimum by dp = -(J^T W J)^{-1} J^T W dr and the served smile at any k by J_k dp. The
- * matrix M = J_G (J^T W J)^{-1} J^T W from residual changes to smile changes on the check grid G (the quotes and 21
- * points of |k| <= 1) is computed once per fit; a check is then one pass over the quotes (the carried smile at
- * their current log-moneyness) and one matrix-vector product. Residuals are taken against the fitted smile carried
+ * matrix M = J_G (J^T W J)^{-1} J^T W (the change is -M dr; only its size is used) from residual changes to smile
+ * changes on the check grid G (the quotes and the points of |k| <= 1 that {@link trackingGrid} keeps) is computed once
+ * per fit; a check is then one pass over the quotes (the carried smile at their current log-moneyness) and one
+ * matrix-vector product. A change dW of the weights (a quote's spread) enters the same step as the term dW r0 (the
+ * stationarity condition J^T (W + dW)(r0 + J dp + dr) = 0 to first order): each residual counts as moved by
+ * (dW_i / W_i) r0_i besides its own move; when a weight moved by more than 50 % the check answers null (refit). Residuals are taken against the fitted smile carried
  * to the current T and forward (SmileModel.carryForward: the implied vol at each log-moneyness kept, sticky
  * moneyness), so forward moves that the marks follow in log-moneyness change nothing, and forward moves the marks do
  * not follow (sticky strike) show up as residual changes like any mark move. The difference dr (not r itself) is
@@ -38,6 +41,8 @@ export const TRACKING_K_RANGE = 1;
  * 3.4 tolerances at k = -1 under a cold refit; test/calibration/tracking.test.ts).
  */
 const EXTRAPOLATION_SHARE = 0.5;
+/** Largest relative change of a quote's objective weight the gate's first-order re-weighting is trusted for. */
+const WEIGHT_CHANGE = 0.5;
 /** Points of the log-moneyness grid over [-TRACKING_K_RANGE, TRACKING_K_RANGE]. */
 const GRID_POINTS = 21;
 /**
@@ -104,6 +109,8 @@ export class SliceGate {
     private readonly M: Float64Array,
     /** Tolerance per grid row, IV fraction. */
     private readonly tolerance: Float64Array,
+    /** The objective weights of the fitted quotes (W). */
+    private readonly weights: Float64Array,
   ) {}
 
   /**
@@ -189,7 +196,7 @@ export class SliceGate {
     }
     const strikes = Float64Array.from(quotes, (q) => q.strike);
     const residual0 = Float64Array.from(quotes, (q) => base(q.k) - q.markIv);
-    return new SliceGate(smile, params, T, forward, strikes, residual0, M, tolerance);
+    return new SliceGate(smile, params, T, forward, strikes, residual0, M, tolerance, W);
   }
 
   /**
@@ -201,6 +208,17 @@ export class SliceGate {
     const n = this.strikes.length;
     if (quotes.length !== n) return null;
     for (let i = 0; i < n; i++) if (quotes[i]!.strike !== this.strikes[i]) return null;
+    // a quote's weight that moved (its spread widened or narrowed, or the expiry's widest spread that no-bid quotes
+    // take) re-weights the fit: to first order its residual counts as if it had moved by (dW_i / W_i) r0_i (the
+    // dW r0 term of the step); beyond WEIGHT_CHANGE the first order is not trusted: refit
+    const dWrel = new Float64Array(n);
+    if (this.smile.objectiveWeights) {
+      const w = this.smile.objectiveWeights(quotes);
+      for (let i = 0; i < n; i++) {
+        dWrel[i] = w[i]! / this.weights[i]! - 1;
+        if (!(Math.abs(dWrel[i]!) <= WEIGHT_CHANGE)) return null;
+      }
+    }
     let iv: (k: number) => number;
     try {
       const carried = this.smile.carryForward(this.smile.fromRecord(this.params, this.T, this.forward), this.T, T, this.forward, forward);
@@ -212,10 +230,14 @@ export class SliceGate {
     }
     const dr = new Float64Array(n);
     let local = 0;
+    // at the quotes, the tolerance of their current market (the smaller of it and the fit's)
+    const tolQ = new Float64Array(n);
     for (let i = 0; i < n; i++) {
       const q = quotes[i]!;
-      dr[i] = iv(q.k) - q.markIv - this.residual0[i]!;
-      local = Math.max(local, Math.abs(dr[i]!) / this.tolerance[i]!);
+      tolQ[i] = Math.min(this.tolerance[i]!, trackingToleranceIv(q.bidIv, q.askIv));
+      const moved = iv(q.k) - q.markIv - this.residual0[i]!;
+      local = Math.max(local, Math.abs(moved) / tolQ[i]!);
+      dr[i] = moved + dWrel[i]! * this.residual0[i]!;
     }
     const G = this.tolerance.length;
     let ratio = 0;
@@ -224,7 +246,7 @@ export class SliceGate {
       let d = 0;
       const row = g * n;
       for (let i = 0; i < n; i++) d += this.M[row + i]! * dr[i]!;
-      const r = Math.abs(d) / this.tolerance[g]!;
+      const r = Math.abs(d) / (g < n ? tolQ[g]! : this.tolerance[g]!);
       if (r > ratio) {
         ratio = r;
         worst = Math.abs(d) * 100;
@@ -240,6 +262,7 @@ export class SliceGate {
  * its tracking tolerance (the level and tilt of a sparse slice come from its quotes alone, so a refit would move it by
  * about that much). False when the quotes are not those fitted or the parameters cannot be read.
  * @param quotes0 the quotes fitted at (`T0`, `forward0`); @param quotes the current ones, same strikes in order
+ * @param share the share of each quote's tolerance the residual change may use (default 1)
  */
 export function residualsWithinTracking(
   smile: SmileModel<unknown>,
@@ -250,6 +273,7 @@ export function residualsWithinTracking(
   T: number,
   forward: number,
   quotes: readonly SliceQuote[],
+  share = 1,
 ): boolean {
   if (quotes.length !== quotes0.length) return false;
   try {
@@ -261,7 +285,7 @@ export function residualsWithinTracking(
       const b = quotes[i]!;
       if (a.strike !== b.strike) return false;
       const dr = Math.sqrt(Math.max(w(b.k), 0) / T) - b.markIv - (Math.sqrt(Math.max(w0(a.k), 0) / T0) - a.markIv);
-      if (!(Math.abs(dr) <= trackingToleranceIv(b.bidIv, b.askIv))) return false;
+      if (!(Math.abs(dr) <= share * trackingToleranceIv(b.bidIv, b.askIv))) return false;
     }
     return true;
   } catch (err) {
