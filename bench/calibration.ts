@@ -291,7 +291,7 @@ function confirmPass(file: string, runs: number): BenchRow {
   const p50 = median(ms);
   return {
     section: 'calibration',
-    name: 'confirm-only recalibration (every expiry within the tracking tolerance), SVI+SABR+VV, real 878 chain: median',
+    name: 'recalibration when every mark moved far inside the tracking tolerance (SVI confirms; SABR and VV refit on any change), real 878 chain: median',
     value: p50,
     unit: 'ms',
     limit: full,
