@@ -250,7 +250,7 @@ export class ServiceMetrics {
     });
     this.sliceFits = new Counter({
       name: 'volsurf_slice_fits_total',
-      help: 'Expiry slices per (source, pair, model) handled by the chain fits, by outcome: refitted (the model calibration ran), confirmed (a refit would move the served smile by less than the tracking tolerance, max(0.05 vol pt, 10 % of the half-spread): the last fit carried, no refit), deferred (an urgent partial fit left it for the next regular one)',
+      help: 'Expiry slices per (source, pair, model) handled by the chain fits, by outcome: refitted (the model calibration ran), confirmed (a refit would move the served smile by less than the tracking tolerance, max(0.05 vol pt, 10 % of the half-spread): the last fit carried, no refit), deferred (an urgent partial fit left it for the next regular one); the refits of wing repairs under the next expiry are not counted',
       labelNames: ['source', 'pair', 'model', 'outcome'],
       registers,
     });
