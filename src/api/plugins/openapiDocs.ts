@@ -574,7 +574,7 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   atmVol: 'ATM volatility (forward ATM, K = F), fraction.',
   parameters: 'Model parameters of the expiry (raw SVI: a, b, rho, m, sigma in total variance and log-moneyness; SABR: alpha, beta, rho, nu).',
   diagnostics: 'Fit diagnostics of the expiry.',
-  rmseVolPts: 'RMSE of the model against the mark IVs, vol points (1 vol point = 0.01).',
+  rmseVolPts: 'RMSE of the model against the mark IVs, vol points (1 vol point = 0.01). Like the other error figures and warnings, measured on the served surface when one of its slices was last refitted; while every slice is confirmed (a refit would move it by less than the tracking tolerance, docs/conventions.md) they are kept, describing marks at most half a tolerance away from the current ones.',
   maxErrorVolPts: 'Largest absolute error of the model against the mark IVs, vol points.',
   quotesUsed: 'Market quotes used by the fit (one out-of-the-money quote per strike).',
   butterflyFree: 'True when the fitted smile passes the butterfly (non-negative density) check.',
