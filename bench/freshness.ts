@@ -34,7 +34,7 @@ import { performance } from 'node:perf_hooks';
 import { startDeribitSimulator, type DeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { deribitDateCode } from '../adapters/simulator/chains.js';
 import { WsProxy, freePort } from '../test/faults/wsProxy.js';
-import { QUICK, forkBuilt, median, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
+import { QUICK, forkBuilt, frameLatencies, median, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -128,21 +128,8 @@ async function one(throttleMs: number, rate: number, windowS: number, pollMs: nu
       await sleep(pollMs);
     }
     const frameRate = ((framesAll - framesAtStart) / (now() - t0)) * 1000;
-    // first answer showing each observation
-    const firsts: Poll[] = [];
-    for (const p of polls) if (firsts.length === 0 || p.obsMs > firsts[firsts.length - 1]!.obsMs) firsts.push(p);
-    const lat: number[] = [];
-    let j = 0;
-    let invisible = 0;
-    // frames in write order have non-decreasing exchange timestamps (one socket, in order)
-    for (let i = 0; i < n; i++) {
-      while (j < firsts.length && firsts[j]!.obsMs < frameTs[i]!) j++;
-      if (j >= firsts.length) {
-        invisible++;
-        continue;
-      }
-      lat.push(firsts[j]!.receivedAt - frameAt[i]!);
-    }
+    // first answer showing each observation, and each frame's latency to it
+    const { latencies: lat, firsts, invisible } = frameLatencies(frameTs, frameAt, n, polls);
     // age of the newest data when a new surface is first seen
     const ages: number[] = [];
     let k = 0;

@@ -176,3 +176,41 @@ export function timeRuns(n: number, fn: () => void): number[] {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** One answer of a REST poll: when it was received (ms, performance clock) and the observation it showed (Unix ms). */
+export interface ObservationPoll {
+  readonly receivedAt: number;
+  readonly obsMs: number;
+}
+
+/**
+ * Frame -> REST visibility (freshness.ts, liveRate.ts): the first answer showing each new observation (`firsts`), and
+ * per stamped frame (exchange timestamp `frameTs[i]`, Unix ms, written to the service's socket at `frameAt[i]`, in
+ * write order, so with non-decreasing timestamps: one socket, in order) the latency to the first answer whose
+ * observation reaches its timestamp; `invisible` counts the frames no answer reached.
+ */
+export function frameLatencies(frameTs: Float64Array, frameAt: Float64Array, n: number, polls: readonly ObservationPoll[]): { latencies: number[]; firsts: ObservationPoll[]; invisible: number } {
+  const firsts: ObservationPoll[] = [];
+  for (const p of polls) if (firsts.length === 0 || p.obsMs > firsts[firsts.length - 1]!.obsMs) firsts.push(p);
+  const latencies: number[] = [];
+  let invisible = 0;
+  let j = 0;
+  for (let i = 0; i < n; i++) {
+    while (j < firsts.length && firsts[j]!.obsMs < frameTs[i]!) j++;
+    if (j >= firsts.length) invisible++;
+    else latencies.push(firsts[j]!.receivedAt - frameAt[i]!);
+  }
+  return { latencies, firsts, invisible };
+}
+
+/**
+ * Wait until the service at `url` answers GET /ready with 200.
+ * @throws Error when it does not within `timeoutMs` (default 300 s)
+ */
+export async function waitReady(url: string, timeoutMs = 300_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while ((await fetch(`${url}/ready`)).status !== 200) {
+    if (Date.now() > until) throw new Error(`service not ready within ${timeoutMs / 1000} s`);
+    await sleep(1_000);
+  }
+}

@@ -23,7 +23,7 @@ import { performance } from 'node:perf_hooks';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { WsProxy, freePort } from '../test/faults/wsProxy.js';
 import { materialMoves } from './freshness.js';
-import { QUICK, ask, forkBuilt, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
+import { QUICK, ask, forkBuilt, frameLatencies, nextMessage, quantile, sleep, stopChild, waitReady, type BenchRow } from './lib.js';
 
 const now = () => performance.timeOrigin + performance.now();
 
@@ -97,11 +97,7 @@ async function one(rate: number): Promise<{ rows: BenchRow[]; notes: string[] }>
   try {
     const { url } = await nextMessage<{ url: string }>(child, (m) => m?.type === 'ready', 120_000);
     const surfaceUrl = `${url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`;
-    const until = Date.now() + 300_000;
-    while ((await fetch(`${url}/ready`)).status !== 200) {
-      if (Date.now() > until) throw new Error('live service not ready within 300 s');
-      await sleep(1_000);
-    }
+    await waitReady(url);
     const warmS = Number(process.env.BENCH_LIVE_WARMUP_S ?? (QUICK ? 10 : 20));
     await sleep(warmS * 1000);
     const windowS = Number(process.env.BENCH_LIVE_WINDOW_S ?? (QUICK ? 15 : 60));
@@ -146,14 +142,7 @@ async function one(rate: number): Promise<{ rows: BenchRow[]; notes: string[] }>
       if (r.status === 200 && m) obs.push({ receivedAt: now(), obsMs: Math.round(Number(m[1]) * 1000) });
       await sleep(10);
     }
-    const firsts: typeof obs = [];
-    for (const p of obs) if (firsts.length === 0 || p.obsMs > firsts[firsts.length - 1]!.obsMs) firsts.push(p);
-    const lag: number[] = [];
-    let j = 0;
-    for (let i = 0; i < n; i++) {
-      while (j < firsts.length && firsts[j]!.obsMs < frameTs[i]!) j++;
-      if (j < firsts.length) lag.push(firsts[j]!.receivedAt - frameAt[i]!);
-    }
+    const { latencies: lag, firsts } = frameLatencies(frameTs, frameAt, n, obs);
     const shifts = Number(process.env.BENCH_LIVE_SHIFTS ?? (QUICK ? 10 : 40));
     const moves = await materialMoves({ sim, url, watch: (f) => (watcher = f) }, shifts, 400, 2, 2);
     if (moves.missed > 0) notes.push(`live rate ${rate}x: ${moves.missed} of ${shifts} 2 vol pt shifts not visible within 3 s`);

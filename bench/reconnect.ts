@@ -15,7 +15,7 @@
 import { join } from 'node:path';
 import { startDeribitSimulator } from '../adapters/simulator/deribitServer.js';
 import { WsProxy, freePort } from '../test/faults/wsProxy.js';
-import { QUICK, forkBuilt, median, nextMessage, sleep, stopChild, type BenchRow } from './lib.js';
+import { QUICK, forkBuilt, median, nextMessage, sleep, stopChild, waitReady, type BenchRow } from './lib.js';
 
 
 /** Run the reconnect benchmark; rows for the table. */
@@ -36,11 +36,7 @@ export async function runReconnect(): Promise<{ rows: BenchRow[]; notes: string[
   try {
     const { url } = await nextMessage<{ url: string }>(child, (m) => m?.type === 'ready', 120_000);
     const surfaceUrl = `${url}/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI`;
-    const until = Date.now() + 300_000;
-    while ((await fetch(`${url}/ready`)).status !== 200) {
-      if (Date.now() > until) throw new Error('service not ready within 300 s');
-      await sleep(1_000);
-    }
+    await waitReady(url);
     const latencies: number[] = [];
     const rtts: number[] = [];
     for (let i = 0; i < times; i++) {
