@@ -25,7 +25,7 @@ import { fitChain } from '../../src/quant/chain/chainFit.js';
 import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
 import { FitMemory } from '../../src/quant/chain/fitMemory.js';
 import { sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
-import { TRACKING_K_RANGE, TRACKING_MIN_VOL_PTS, trackingGrid, trackingToleranceIv } from '../../src/quant/chain/sliceGate.js';
+import { TRACKING_K_RANGE, TRACKING_MIN_VOL_PTS, trackingToleranceIv } from '../../src/quant/chain/sliceGate.js';
 import { replayChainView } from './chainQuality.js';
 
 /** Seeded uniform [0, 1) (mulberry32) and standard normal (Box-Muller). */
@@ -59,10 +59,8 @@ function compare(served: ChainFit, cold: ChainFit, out: Gaps, step: number): voi
       const ws = sliceTotalVariance(mc.model, s);
       const wc = sliceTotalVariance(mc.model, c);
       const iv = (w: (k: number) => number, T: number, k: number) => Math.sqrt(Math.max(w(k), 0) / T);
-      const points: Array<{ k: number; tol: number; far?: boolean }> = c.quotes.map((q) => ({ k: q.k, tol: trackingToleranceIv(q.bidIv, q.askIv) }));
+      const points: Array<{ k: number; tol: number }> = c.quotes.map((q) => ({ k: q.k, tol: trackingToleranceIv(q.bidIv, q.askIv) }));
       const kq = c.quotes.map((q) => q.k);
-      const atm = iv(wc, c.T, 0);
-      const kept = new Set(trackingGrid(kq, atm * atm * c.T));
       for (let j = 0; j <= 20; j++) {
         const k = -TRACKING_K_RANGE + (2 * TRACKING_K_RANGE * j) / 20;
         let tol = TRACKING_MIN_VOL_PTS / 100;
@@ -71,16 +69,13 @@ function compare(served: ChainFit, cold: ChainFit, out: Gaps, step: number): voi
           for (let i = 1; i < kq.length; i++) if (Math.abs(kq[i]! - k) < Math.abs(kq[best]! - k)) best = i;
           tol = points[best]!.tol;
         }
-        points.push({ k, tol, far: ![...kept].some((x) => Math.abs(x - k) < 1e-12) });
+        points.push({ k, tol });
       }
       const confirmed = (s.fit.fittedAt ?? served.observationTimestamp) < served.observationTimestamp;
       for (const p of points) {
         const r = Math.abs(iv(ws, s.T, p.k) - iv(wc, c.T, p.k)) / p.tol;
         const inside = kq.length > 0 && p.k >= Math.min(...kq) && p.k <= Math.max(...kq);
-        const bucket = p.far ? 'far' : inside ? 'in' : 'out';
-        (out.by[`${bucket}-${confirmed ? 'confirmed' : 'refitted'}`] ??= []).push(r);
-        // the far wing (past the quotes and 4 ATM standard deviations) is reported, not held to the tolerance
-        if (p.far) continue;
+        (out.by[`${inside ? 'in' : 'out'}-${confirmed ? 'confirmed' : 'refitted'}`] ??= []).push(r);
         out.ratios.push(r);
         if (r > out.worst.ratio) out.worst = { ratio: r, where: `step ${step} ${mc.model} expiry ${c.expirationTimestamp} (T ${c.T.toFixed(4)}, ${c.quotes.length} quotes, served ${s.fit.status}) k ${p.k.toFixed(3)}: ${(100 * Math.abs(iv(ws, s.T, p.k) - iv(wc, c.T, p.k))).toFixed(3)} vp vs eps ${(100 * p.tol).toFixed(3)}` };
       }
@@ -161,10 +156,9 @@ function report(label: string, gaps: Gaps, refitted: number, confirmed: number):
 }
 
 /**
- * The assertions: over every point of the check grid and the quotes p99 within eps (most points are refitted slices,
- * equal to the cold fit); on CONFIRMED slices (the gate's own decisions) never beyond eps, inside the quoted range and
- * beyond it up to the grid's reach (4 ATM standard deviations). The far wing past both is printed, not asserted: there
- * even a warm REFIT of the same quotes strays from the cold fit (docs/conventions.md "Tracking tolerance").
+ * The assertions: over every point of the check grid (the quotes and |k| <= 1) p99 within eps (most points are
+ * refitted slices, equal to the cold fit); on CONFIRMED slices (the gate's own decisions) never beyond eps, inside the
+ * quoted range and beyond it.
  */
 function assertTracking(gaps: Gaps): void {
   expect(quantile(gaps.ratios, 0.99), gaps.worst.where).toBeLessThanOrEqual(1);
@@ -200,6 +194,6 @@ describe('tracking tolerance: served surfaces within eps of a cold fit while the
     // the gate earns its keep: at the simulator's pace a good share of the SVI slices (the gated model: SABR and
     // Vanna-Volga are refitted on any change, trackingGate false; expiries under 2 days too) are confirmed
     const svi = byModel.SVI!;
-    expect(svi.confirmed).toBeGreaterThan(0.3 * (svi.confirmed + svi.refitted));
+    expect(svi.confirmed).toBeGreaterThan(0.15 * (svi.confirmed + svi.refitted));
   }, 240_000);
 });

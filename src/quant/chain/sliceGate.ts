@@ -6,8 +6,7 @@
  * Tolerance (docs/conventions.md "Tracking tolerance"): at every quote and on a grid of log-moneyness |k| <= 1, the
  * served slice must stay within eps of a cold fit of the current quotes, eps = max(0.05 vol pt, 10 % of the quote's
  * half-spread in IV) ({@link trackingToleranceIv}); between quotes the tolerance of the nearest quote, outside the
- * quoted range 0.05 vol pt. The grid ({@link trackingGrid}) keeps the points of |k| <= 1 inside the quoted range or
- * within 4 ATM standard deviations: beyond both the smile is extrapolation the quotes do not determine to 0.05 vol pt.
+ * quoted range 0.05 vol pt ({@link trackingGrid}).
  *
  * The gate is one Gauss-Newton step (Nocedal and Wright, "Numerical Optimization", 2nd ed., 2006, sec. 10.3) of the
  * weighted least-squares smile fit min sum_i W_i (sigma(k_i; p) - m_i)^2 linearized at the fitted parameters p0:
@@ -15,7 +14,7 @@
  * (SmileModel.freeParameterNames; central finite differences), a change dr of the residuals r_i = sigma(k_i) - m_i
  * since the fit moves the optimum by dp = -(J^T W J)^{-1} J^T W dr and the served smile at any k by J_k dp. The
  * matrix M = J_G (J^T W J)^{-1} J^T W (the change is -M dr; only its size is used) from residual changes to smile
- * changes on the check grid G (the quotes and the points of |k| <= 1 that {@link trackingGrid} keeps) is computed once
+ * changes on the check grid G (the quotes and the 21 points of |k| <= 1, {@link trackingGrid}) is computed once
  * per fit; a check is then one pass over the quotes (the carried smile at their current log-moneyness) and one
  * matrix-vector product. A change dW of the weights (a quote's spread) enters the same step as the term dW r0 (the
  * stationarity condition J^T (W + dW)(r0 + J dp + dr) = 0 to first order): each residual counts as moved by
@@ -46,27 +45,13 @@ const WEIGHT_CHANGE = 0.5;
 /** Points of the log-moneyness grid over [-TRACKING_K_RANGE, TRACKING_K_RANGE]. */
 const GRID_POINTS = 21;
 /**
- * Beyond the quoted range the grid reaches this many ATM standard deviations (sqrt of the ATM total variance): past
- * both, the smile is the model's extrapolation and not determined by the quotes to the tolerance (a warm refit of the
- * same quotes strays up to 5 tolerances from a cold fit there, once 47: test/calibration/tracking.test.ts).
+ * The log-moneyness grid the tracking tolerance is checked on besides the quotes: {@link GRID_POINTS} points evenly
+ * over |k| <= {@link TRACKING_K_RANGE} (every point, quoted or not: the issue's range; measured, the gate holds the
+ * extrapolated wing too, test/calibration/tracking.test.ts).
  */
-export const TRACKING_ATM_SDS = 4;
-
-/**
- * The log-moneyness grid the tracking tolerance is checked on besides the quotes: the 21 points of
- * |k| <= {@link TRACKING_K_RANGE} that lie inside the quoted range or within {@link TRACKING_ATM_SDS} ATM standard
- * deviations of the money.
- * @param quoteK the quotes' log-moneyness; @param atmTotalVariance the served total variance at k = 0 (>= 0)
- */
-export function trackingGrid(quoteK: readonly number[], atmTotalVariance: number): number[] {
-  const lo = quoteK.length > 0 ? Math.min(...quoteK) : 0;
-  const hi = quoteK.length > 0 ? Math.max(...quoteK) : 0;
-  const reach = TRACKING_ATM_SDS * Math.sqrt(Math.max(atmTotalVariance, 0));
+export function trackingGrid(): number[] {
   const out: number[] = [];
-  for (let j = 0; j < GRID_POINTS; j++) {
-    const k = -TRACKING_K_RANGE + (2 * TRACKING_K_RANGE * j) / (GRID_POINTS - 1);
-    if ((k >= lo && k <= hi) || Math.abs(k) <= reach) out.push(k);
-  }
+  for (let j = 0; j < GRID_POINTS; j++) out.push(-TRACKING_K_RANGE + (2 * TRACKING_K_RANGE * j) / (GRID_POINTS - 1));
   return out;
 }
 
@@ -135,8 +120,7 @@ export class SliceGate {
     const base = ivAt(params);
     if (!base) return null;
     const gridK: number[] = quotes.map((q) => q.k);
-    const atm = base(0);
-    gridK.push(...trackingGrid(gridK, atm * atm * T));
+    gridK.push(...trackingGrid());
     const G = gridK.length;
     // Jacobians at the quotes (n x p) and on the grid (G x p), central differences (one-sided at a bound)
     const Jq = new Float64Array(n * p);
