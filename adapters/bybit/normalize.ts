@@ -46,6 +46,7 @@ import {
   fundingRate,
   instrumentDefinition,
   isRecord,
+  ivFromPrice,
   neverThrows,
   pos,
   zodDetail,
@@ -53,7 +54,6 @@ import {
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
-import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { parseBybitSymbol, pairOfBaseCoin, type BybitSymbol } from './instruments.js';
 import { fastFields, StringMemo, type FastFieldSpec } from '../shared/fastFields.js';
 
@@ -503,21 +503,12 @@ export function normalizeBybitFundingHistory(body: unknown, intervalHours?: numb
 
 /**
  * One side's IV (fraction) of a Bybit option ticker: the printed IV when it is > 0 and that side has a price; a 0 (or
- * missing) IV next to a positive price is implied from the price (USDC, linear) by Black-76 with r = 0 on the
- * expiry's forward F (`underlyingPrice`), src/quant/impliedVol.ts (Jaeckel, "Let's Be Rational", 2015); null when
- * there is no price or no volatility gives it (at or below intrinsic, at or above the upper bound).
+ * missing) IV next to a positive price is implied from the price (USDC, linear) by adapters/shared/normalizeKit.ts
+ * ivFromPrice (Black-76, r = 0, on `underlyingPrice`); null when there is no price or no volatility gives it.
  * @param T years ACT/365 to expiry; F, K in USDC
  */
 function ivOfSide(iv: number | null | undefined, price: number | null | undefined, F: number, K: number, T: number, optionType: 'C' | 'P'): number | null {
   if (price === 0) return null;
   if (typeof iv === 'number' && iv > 0 && Number.isFinite(iv)) return iv;
-  if (typeof price !== 'number' || !(price > 0) || !Number.isFinite(price) || !(T > 0) || !(F > 0) || !(K > 0)) return null;
-  const intrinsic = optionType === 'C' ? Math.max(F - K, 0) : Math.max(K - F, 0);
-  if (price <= intrinsic) return null;
-  try {
-    const v = impliedVolBlack76(price, F, K, T, optionType);
-    return v > 0 && Number.isFinite(v) ? v : null;
-  } catch {
-    return null;
-  }
+  return ivFromPrice(price, false, F, K, T, optionType);
 }

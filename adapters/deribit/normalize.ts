@@ -37,6 +37,7 @@ import {
   fundingRate,
   instrumentDefinition as definitionEvent,
   isRecord,
+  ivFromPrice,
   neverThrows,
   pos,
   zodDetail,
@@ -44,7 +45,6 @@ import {
   type ListNormalizeResult,
 } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
-import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 import { parseInstrumentName, pairOfIndexName, type DeribitInstrument } from './instruments.js';
 import { StringMemo } from '../shared/fastFields.js';
 
@@ -98,26 +98,8 @@ function ivSide(ivPct: number | null | undefined, bestPrice: number | null | und
   return ivPct / 100;
 }
 
-/**
- * IV (fraction) implied by an order price when Deribit prints a zero IV next to it (module docstring):
- * Black-76 with r = 0 (src/quant/impliedVol.ts, Jaeckel 2015) on the expiry's forward `F` (underlying_price).
- * @param price best bid or ask as printed: coin for inverse options, USDC for linear ones
- * @param T years ACT/365 to expiry
- * @returns null when there is no price (<= 0) or no volatility gives it (at or below intrinsic value, at or
- *   above the upper bound), or the implied vol is 0
- */
-export function ivFromPrice(price: number | null | undefined, inverse: boolean, F: number, K: number, T: number, optionType: 'C' | 'P'): number | null {
-  if (!pos(price) || !(T > 0)) return null;
-  const quotePrice = inverse ? price * F : price;
-  const intrinsic = optionType === 'C' ? Math.max(F - K, 0) : Math.max(K - F, 0);
-  if (quotePrice <= intrinsic) return null;
-  try {
-    const iv = impliedVolBlack76(quotePrice, F, K, T, optionType);
-    return iv > 0 && Number.isFinite(iv) ? iv : null;
-  } catch {
-    return null;
-  }
-}
+// ivFromPrice lives in adapters/shared/normalizeKit.ts (Deribit's and Bybit's zero IVs); re-exported for the tests
+export { ivFromPrice };
 
 const SECONDS_PER_YEAR = 365 * 86400;
 

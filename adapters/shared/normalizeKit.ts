@@ -10,6 +10,7 @@
 import type { FundingRate, InstrumentDefinition } from '../../src/domain/events.js';
 import type { Pair, Source } from '../../src/domain/markets.js';
 import type { Normalizer } from '../../src/domain/feeds.js';
+import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
 
 /** One hour in milliseconds (exchange funding times are ms). */
 export const HOUR_MS = 3_600_000;
@@ -196,5 +197,27 @@ export class FundingHistoryBuilder {
     }
     events.sort((a, b) => a.timestamp - b.timestamp || a.instrumentId.localeCompare(b.instrumentId));
     return events;
+  }
+}
+
+/**
+ * IV (fraction) implied by an order price when an exchange prints a zero IV next to it (Deribit, Bybit: their
+ * normalizers' module docstrings): Black-76 with r = 0 (src/quant/impliedVol.ts, Jaeckel 2015) on the expiry's forward
+ * `F` (Deribit `underlying_price`, Bybit `underlyingPrice`).
+ * @param price best bid or ask as printed: coin for inverse options, quote currency (USDC) for linear ones
+ * @param T years ACT/365 to expiry
+ * @returns null when there is no price (<= 0) or no volatility gives it (at or below intrinsic value, at or
+ *   above the upper bound), or the implied vol is 0
+ */
+export function ivFromPrice(price: number | null | undefined, inverse: boolean, F: number, K: number, T: number, optionType: 'C' | 'P'): number | null {
+  if (!pos(price) || !(T > 0)) return null;
+  const quotePrice = inverse ? price * F : price;
+  const intrinsic = optionType === 'C' ? Math.max(F - K, 0) : Math.max(K - F, 0);
+  if (quotePrice <= intrinsic) return null;
+  try {
+    const iv = impliedVolBlack76(quotePrice, F, K, T, optionType);
+    return iv > 0 && Number.isFinite(iv) ? iv : null;
+  } catch {
+    return null;
   }
 }
