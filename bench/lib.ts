@@ -4,11 +4,11 @@
  * `npm start` runs it, and the RSS of a process (Linux /proc).
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startNodeFlags } from '../scripts/startFlags.mjs';
-import { cpus, loadavg } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 
 /** BENCH_QUICK=1: short runs for a smoke check (figures are indicative only). */
 export const QUICK = process.env.BENCH_QUICK === '1';
@@ -85,6 +85,16 @@ export { startNodeFlags };
 let built = false;
 
 /**
+ * A fresh history folder (src/history) for one forked service: each child writes a store of its own (as the service
+ * does by default), and no two open one file. Removed when the benchmark process exits.
+ */
+export function benchHistoryDir(): string {
+  const d = mkdtempSync(join(tmpdir(), 'volsurf-bench-history-'));
+  process.once('exit', () => rmSync(d, { recursive: true, force: true }));
+  return d;
+}
+
+/**
  * Fork a module of the production build (`npm run build`: dist/, built once per benchmark run) with the node flags of
  * `npm start` and an IPC channel: the service's children of the benchmarks run as the service does.
  * @param modulePath the module's TypeScript source, relative to the repository root (e.g. `bench/serviceChild.ts`)
@@ -96,7 +106,7 @@ export function forkBuilt(modulePath: string, env: Record<string, string> = {}):
   }
   return fork(join(root, 'dist', modulePath.replace(/\.ts$/, '.js')), [], {
     execArgv: startNodeFlags(),
-    env: { ...process.env, ...env },
+    env: { ...process.env, HISTORY_DIR: benchHistoryDir(), ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 }
@@ -105,7 +115,7 @@ export function forkBuilt(modulePath: string, env: Record<string, string> = {}):
 export function forkTs(modulePath: string, env: Record<string, string> = {}): ChildProcess {
   return fork(modulePath, [], {
     execArgv: ['--import', 'tsx'],
-    env: { ...process.env, ...env },
+    env: { ...process.env, HISTORY_DIR: benchHistoryDir(), ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 }

@@ -43,7 +43,7 @@ echo "== starting the service (simulated default) on $BASE"
 node scripts/build.mjs .cache/schemathesis-dist >/dev/null
 # the node flags of `npm start` (package.json "start": ... node <flags> dist/src/main.js)
 read -r -a START_FLAGS <<<"$(node scripts/startFlags.mjs)"
-PORT=$PORT HOST=127.0.0.1 RATE_LIMIT_MAX=0 OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0 STALE_AFTER_S=600 LOG_LEVEL=warn node "${START_FLAGS[@]}" .cache/schemathesis-dist/src/main.js >"$OUT/service.log" 2>&1 &
+HISTORY_DIR="$OUT/history" PORT=$PORT HOST=127.0.0.1 RATE_LIMIT_MAX=0 OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0 STALE_AFTER_S=600 LOG_LEVEL=warn node "${START_FLAGS[@]}" .cache/schemathesis-dist/src/main.js >"$OUT/service.log" 2>&1 &
 SVC=$!
 cleanup() {
   kill -TERM "$SVC" 2>/dev/null || true

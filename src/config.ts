@@ -10,6 +10,7 @@ import { parseStartTime } from './domain/clock.js';
 import { KAFKA_CONFIG_SHAPE, kafkaConfigIssue } from './kafka/config.js';
 import { SECURITY_CONFIG_SHAPE, metricsConfigIssue, securityConfigIssue } from './api/plugins/securityConfig.js';
 import { STREAM_CONFIG_SHAPE } from './api/stream/config.js';
+import { HISTORY_CONFIG_SHAPE } from './history/config.js';
 
 const ALL_PAIRS_OF = (source: Source): SourcePair[] => SUPPORTED_PAIRS[source].map((pair) => ({ source, pair }));
 
@@ -140,6 +141,8 @@ export const ConfigSchema = z
     ...SECURITY_CONFIG_SHAPE,
     /** Limits of the streaming API (WebSocket /api/v1/ws, SSE /api/v1/stream; docs/streaming.md "Limits"). */
     ...STREAM_CONFIG_SHAPE,
+    /** The history store (as-of answers, series; docs/operations.md "History"). */
+    ...HISTORY_CONFIG_SHAPE,
   })
   .superRefine((c, ctx) => {
     if (c.MARKET_SOURCE === 'replay' && !c.REPLAY_FILE && !c.REPLAY_FILE_OKX && !c.REPLAY_FILE_BYBIT) {

@@ -36,6 +36,7 @@ import { buildHealthApp } from './api/healthApp.js';
 import { StreamHub } from './api/stream/hub.js';
 import { streamLimitsFromConfig } from './api/stream/config.js';
 import { liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
+import { startHistory, type ServiceHistory } from './history/runtime.js';
 
 /** A running service. */
 export interface RunningService {
@@ -67,6 +68,8 @@ export interface RunningService {
   readonly monitoring: Monitoring;
   /** The streaming API's hub (null for ROLE=calibrator, which serves no API). */
   readonly stream: StreamHub | null;
+  /** The history store (as-of answers, series; src/history/runtime.ts); its `store` is null with HISTORY_DIR=off. */
+  readonly history: ServiceHistory;
   /** Graceful stop: HTTP first, then feeds, then the simulator. */
   stop(): Promise<void>;
 }
@@ -115,8 +118,11 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   };
   const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : followed;
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
+  // The history store records every cache write from here on (a calibrator serves no as-of queries: none there).
+  const serviceHistory = await startHistory(config.ROLE === 'calibrator' ? { ...config, HISTORY_DIR: 'off' } : config, cache, logger.child({ component: 'history' }));
   // Before the feeds start, so the publisher sees every cache write (ROLE=api: the replica fills the cache).
-  const kafka = startKafkaRole(config, cache, logger);
+  const kafka = startKafkaRole(config, cache, logger, { onPastSurface: (s) => serviceHistory.recordMissing(s) });
+  if (kafka.role !== 'calibrator' && config.KAFKA_BROKERS) serviceHistory.rebuilding(kafka.historyRestored, 'the Kafka surface-history topic');
 
   let exchanges: SimulatedExchanges | null = null;
   let simProcess: SimulatorProcess | null = null;
@@ -205,7 +211,16 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   const history = cache.history;
   // simulator code (the twin market's history worker) is loaded only in simulated mode
   const historyWorker = simHistory ? new (await import('../adapters/simulator/historyPool.js')).HistoryWorker({ sabrBeta: config.SABR_BETA }) : null;
-  simHistory?.start({ fitAt: (spec, step) => historyWorker!.fitHistory(spec, step), onSnapshot: (s) => history.record(s), logger: logger.child({ component: 'history' }) });
+  // the simulator's pre-run past goes to the store too, unless the store already holds that time (a restart)
+  const recordPast = simHistory ? await serviceHistory.pastRecorder(clock.now() - config.SIM_HISTORY_HOURS * 3600) : null;
+  simHistory?.start({
+    fitAt: (spec, step) => historyWorker!.fitHistory(spec, step),
+    onSnapshot: (s) => {
+      history.record(s);
+      recordPast?.(s);
+    },
+    logger: logger.child({ component: 'history' }),
+  });
   const pipelines = startPipelines(events$, {
     cache,
     fit: (view, signal) => pool.fit(view, undefined, signal),
@@ -252,6 +267,14 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
           metricsKey,
           metricsRoute: !ownMetricsListener,
           ...(stream ? { stream } : {}),
+          history: {
+            store: serviceHistory.store,
+            ...(serviceHistory.reason ? { reason: serviceHistory.reason } : {}),
+            sync: (asOf: number) => serviceHistory.sync(asOf),
+            pending: () => serviceHistory.pending(),
+            lookbackS: (asOf: number) =>
+              asOf >= clock.now() - config.HISTORY_FULL_H * 3600 ? config.STALE_AFTER_S : config.STALE_AFTER_S + config.HISTORY_BUCKET_S,
+          },
         });
   // the calibrator's health-only app gets /metrics too (calibration happens there)
   if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics, { auth: metricsAuth, route: !ownMetricsListener });
@@ -268,6 +291,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     await pool.close();
     await historyWorker?.close();
     await kafka.close();
+    await serviceHistory.close().catch((err: unknown) => logger.error({ err: (err as Error).message }, 'history store close failed'));
     cache.updates$.complete();
     await exchanges?.close();
     await simProcess?.close();
@@ -311,6 +335,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     kafka,
     monitoring,
     stream,
+    history: serviceHistory,
     async stop() {
       if (stopped) return;
       stopped = true;

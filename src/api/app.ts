@@ -29,6 +29,8 @@ import { streamRoutes } from './routes/stream.js';
 import { StreamHub } from './stream/hub.js';
 import type { StreamLimits } from './stream/config.js';
 import { KeyRing } from './plugins/security.js';
+import { Markets, type HistoryAccess } from './asOf.js';
+import { historyRoutes } from './routes/history.js';
 
 export interface AppOptions {
   readonly cache: MarketCache;
@@ -56,6 +58,8 @@ export interface AppOptions {
   readonly stream?: StreamHub;
   /** Limits of a hub made here (defaults: src/api/stream/config.ts). */
   readonly streamLimits?: Partial<StreamLimits>;
+  /** The history store the `asOf` queries and the series endpoints read (src/api/asOf.ts); absent: none (404). */
+  readonly history?: HistoryAccess;
 }
 
 declare module 'fastify' {
@@ -108,15 +112,18 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (sessions) await app.register(loginRoutes({ sessions, apiKeys, onReject: security.onReject }));
 
   const { cache } = opts;
+  // every data route reads `markets`: the live cache, or what was served at `asOf` (src/api/asOf.ts)
+  const markets = new Markets(cache, opts.history);
   await app.register(healthRoutes(cache));
-  await app.register(vanillaRoutes(cache));
-  await app.register(ivRoutes(cache));
-  await app.register(forwardCurveRoutes(cache));
-  await app.register(fundingRoutes(cache));
-  await app.register(surfaceRoutes(cache));
-  await app.register(euBarrierRoutes(cache));
-  await app.register(scenarioRoutes(cache));
-  await app.register(ivSummaryRoutes(cache));
+  await app.register(vanillaRoutes(markets));
+  await app.register(ivRoutes(markets));
+  await app.register(forwardCurveRoutes(markets));
+  await app.register(fundingRoutes(markets));
+  await app.register(surfaceRoutes(markets));
+  await app.register(euBarrierRoutes(markets));
+  await app.register(scenarioRoutes(markets));
+  await app.register(ivSummaryRoutes(markets));
+  await app.register(historyRoutes(markets));
   // the streaming API: WebSocket JSON-RPC /api/v1/ws, SSE /api/v1/stream, /asyncapi.json (docs/streaming.md)
   const hub = opts.stream ?? new StreamHub(cache, { limits: opts.streamLimits ?? {} });
   await app.register(fastifyWebsocket, { options: { maxPayload: hub.limits.maxMessageBytes * 4 } });

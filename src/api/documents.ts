@@ -7,7 +7,7 @@
  */
 import type { SurfaceHistory } from '../cache/history.js';
 import { summarizeSurface, withDiffs } from '../cache/history.js';
-import type { ForwardCurveSnapshot, SurfaceSnapshot } from '../cache/snapshot.js';
+import type { ForwardCurveSnapshot, IvSummary, SurfaceSnapshot } from '../cache/snapshot.js';
 
 /**
  * The `surface` answer (GET /api/v1/global/data/surface) of `snap`.
@@ -42,8 +42,15 @@ export function surfaceDocument(snap: SurfaceSnapshot, sourceLabel: string = sna
  * @param sourceLabel the `source` to echo (see {@link surfaceDocument})
  */
 export function ivSummaryDocument(history: SurfaceHistory, snap: SurfaceSnapshot, sourceLabel: string = snap.source) {
+  return ivSummaryDocumentAgainst(snap, history.dayAgo(snap.source, snap.pair, snap.model, snap.observationTimestamp), sourceLabel);
+}
+
+/**
+ * The `iVSummary` answer of `snap` with its 24 h changes measured against `past` (null: every change null); the
+ * as-of route reads `past` from the history store (src/api/routes/ivSummary.ts).
+ */
+export function ivSummaryDocumentAgainst(snap: SurfaceSnapshot, past: IvSummary | null, sourceLabel: string = snap.source) {
   const current = summarizeSurface(snap);
-  const past = history.dayAgo(snap.source, snap.pair, snap.model, snap.observationTimestamp);
   const d = withDiffs(current, past);
   const entry = (e: (typeof d.listed)[number]) => ({
     expirationTimestamp: e.expirationTimestamp,
@@ -83,5 +90,8 @@ export function forwardCurveDocument(snap: ForwardCurveSnapshot, sourceLabel: st
     source: sourceLabel,
     fixedYields: snap.curve.fixedYields(),
     constMatYields: snap.curve.constMatYields(snap.observationTimestamp),
+    // additive: which curve answered (an `asOf` of this time answers it again)
+    observationTimestamp: snap.observationTimestamp,
+    sequence: snap.sequence,
   };
 }

@@ -96,11 +96,23 @@ export const ByDeltaItem = z.object({
 export type ByDeltaItem = z.infer<typeof ByDeltaItem>;
 export const ByDeltaBody = batch(ByDeltaItem, 50);
 
+/**
+ * `asOf` of every data endpoint (issue 24; src/api/asOf.ts): answer from what was served at that time, Unix seconds
+ * (fractional allowed), read from the history store. Absent: the live answer.
+ */
+const asOf = queryTimestampS
+  .optional()
+  .describe('Answer as of this time (Unix seconds, fractional allowed): from the surface, forward curve and funding served then (history store); absent = now');
+
+/** Query of the POST data endpoints: only `asOf` (the bodies stay as the spec has them). */
+export const AsOfQuery = z.object({ asOf });
+
 /** Query of GET forwardCurve (spec section 7). */
 export const PairQuery = z.object({
   baseCurrency: BaseCurrencyValue,
   quoteCurrency: QuoteCurrencyValue,
   source: SourceValue,
+  asOf,
 });
 
 /** Query of GET fundingRates (spec section 6). Times in Unix seconds. */
@@ -109,10 +121,26 @@ export const FundingRatesQuery = z.object({
   instrumentId,
   startTime: queryTimestampS,
   endTime: queryTimestampS,
+  asOf,
 });
 
 /** Query of GET fundingInstruments (decisions.md). */
-export const FundingInstrumentsQuery = z.object({ source: SourceValue });
+export const FundingInstrumentsQuery = z.object({ source: SourceValue, asOf });
+
+/** The intervals of the history series and their seconds. */
+export const HISTORY_INTERVALS_S = { '1m': 60, '5m': 300, '1h': 3600, '1d': 86400 } as const;
+
+/** Query of the history series (GET iVSummary/history, surface/history; src/api/routes/history.ts). */
+export const HistoryRangeQuery = z.object({
+  baseCurrency: BaseCurrencyValue,
+  quoteCurrency: QuoteCurrencyValue,
+  source: SourceValue,
+  volatilityModel: VolatilityModelValue,
+  from: queryTimestampS.optional().describe('Start, Unix seconds (default: to - 24 h)'),
+  to: queryTimestampS.optional().describe('End, Unix seconds (default: now)'),
+  interval: z.enum(['1m', '5m', '1h', '1d']).default('1h').describe('One point per interval: the first stored in it'),
+  format: z.enum(['json', 'csv', 'parquet']).default('json').describe('json (default), csv, or parquet (a file for notebooks)'),
+});
 
 /** Query of GET surface (additive to the spec; issue 4 "fit diagnostics"). */
 export const SurfaceQuery = PairQuery.extend({ volatilityModel: VolatilityModelValue });

@@ -138,7 +138,8 @@ export interface SurfaceHistoryOptions {
  * time.
  */
 export class SurfaceHistory {
-  private readonly bucketS: number;
+  /** The downsampling bucket, seconds (one point per bucket per key: the first seen). */
+  readonly bucketS: number;
   private readonly retentionS: number;
   private readonly maxKeys: number;
   private readonly byKey = new Map<string, IvSummary[]>();

@@ -75,11 +75,14 @@ export class MarketCache {
    * @param clock the service clock (wall clock, or the replay clock)
    * @param staleAfterS data older than this is stale (STALE_AFTER_S)
    * @param expectedPairs the configured (source, pair)s; /ready waits for all of them
+   * @param options `keepHistory: false` for a cache that answers one past instant (src/api/asOf.ts): surfaces put
+   *   there are not summarized into {@link MarketCache.history}
    */
   constructor(
     readonly clock: Clock,
     readonly staleAfterS: number,
     private expectedPairs: ReadonlyArray<{ source: Source; pair: Pair }> = [],
+    private readonly options: { readonly keepHistory?: boolean } = {},
   ) {}
 
   /**
@@ -117,7 +120,7 @@ export class MarketCache {
 
   putSurface(s: SurfaceSnapshot): void {
     this.surfaces.set(surfaceKey(s.source, s.pair, s.model), s);
-    this.history.record(s);
+    if (this.options.keepHistory !== false) this.history.record(s);
     this.updates$.next({ type: 'surface', snapshot: s });
   }
 

@@ -72,7 +72,20 @@ function freezeSlice(s: ExpirySlice, prev: ExpirySlice | undefined): ExpirySlice
 export function buildForwardCurveSnapshot(source: Source, pair: Pair, observationTimestamp: number, spot: number, points: readonly ForwardPoint[], sequence: number): ForwardCurveSnapshot {
   const frozen = Object.freeze(points.map((p) => Object.freeze({ ...p })));
   const curve = new ForwardCurve(spot, frozen);
-  return Object.freeze({ source, pair, observationTimestamp, spot, points: frozen, curve, sequence });
+  const snap: ForwardCurveSnapshot = Object.freeze({ source, pair, observationTimestamp, spot, points: frozen, curve, sequence });
+  curveSnapshots.set(curve, snap);
+  return snap;
+}
+
+const curveSnapshots = new WeakMap<object, ForwardCurveSnapshot>();
+
+/**
+ * The forward-curve snapshot a surface's curve object was built in (its listed points, sequence and time), or
+ * undefined for a curve not built by {@link buildForwardCurveSnapshot} (hand-built test surfaces). The history store
+ * records a surface's curve through it (a surface snapshot holds only the curve object).
+ */
+export function forwardCurveSnapshotOf(curve: object): ForwardCurveSnapshot | undefined {
+  return curveSnapshots.get(curve);
 }
 
 /**

@@ -31,6 +31,11 @@ export const KAFKA_CONFIG_SHAPE = {
   KAFKA_REPLICATION_FACTOR: z.coerce.number().int().min(1).max(32).default(1),
   /** Funding points waiting for the broker above which the alarm is raised (nothing is dropped). */
   KAFKA_FUNDING_QUEUE_ALARM: z.coerce.number().int().min(1).default(100_000),
+  /**
+   * Hours the `surface-history` topic keeps (retention.ms of the topic when the service creates it; default 25, the
+   * 24 h changes). Longer (e.g. 168) lets an API replica rebuild that much of its history store from the topic.
+   */
+  KAFKA_HISTORY_RETENTION_H: z.coerce.number().positive().max(24 * 3650).default(25),
   /** all: calibrate, publish, serve REST; calibrator: calibrate and publish (health only); api: consume and serve REST. */
   ROLE: z.enum(ROLES).default('all'),
 };
@@ -43,6 +48,7 @@ export interface KafkaRoleConfig {
   readonly KAFKA_PARTITIONS: number;
   readonly KAFKA_REPLICATION_FACTOR: number;
   readonly KAFKA_FUNDING_QUEUE_ALARM: number;
+  readonly KAFKA_HISTORY_RETENTION_H: number;
   readonly ROLE: Role;
 }
 

@@ -18,17 +18,40 @@ import { parseBrokers, type KafkaRoleConfig } from './config.js';
 import { kafkaClientConfig, type KafkaLogger } from './topics.js';
 import { restoreSurfaceHistory } from './history.js';
 import type { ChildLogger } from '../domain/logger.js';
+import type { SurfaceSnapshot } from '../cache/snapshot.js';
 
 /**
- * Restore the last 25 h of the `surface-history` topic into the cache's 24 h history (src/cache/history.ts), in the
- * background, so that GET iVSummary has its 24 h changes right after a restart (issue 4). A failure only leaves them
- * null until the service has 24 h of its own history.
+ * Restore the `surface-history` topic (its whole retention, KAFKA_HISTORY_RETENTION_H) in the background: the last
+ * 25 h into the cache's 24 h history (src/cache/history.ts), so that GET iVSummary has its 24 h changes right after
+ * a restart (issue 4), and every document to `onPastSurface` (the history store records what it is missing,
+ * src/history/runtime.ts). Resolves when done; a failure is logged (the changes stay null until the service has
+ * 24 h of its own history) and resolves too.
  */
-function restoreIvHistory(source: Parameters<typeof restoreSurfaceHistory>[0], cache: MarketCache, logger: KafkaLogger): void {
+function restoreIvHistory(
+  source: Parameters<typeof restoreSurfaceHistory>[0],
+  cache: MarketCache,
+  logger: KafkaLogger,
+  retentionH: number,
+  onPastSurface?: (s: SurfaceSnapshot) => void,
+): Promise<void> {
   const history = cache.history;
-  restoreSurfaceHistory(source, cache.clock.now() - 25 * 3600, (s) => history.record(s)).catch((err: unknown) => {
-    logger.warn({ err: (err as Error).message }, 'surface history restore from kafka failed; iVSummary 24 h changes stay null until the service has 24 h of history');
-  });
+  const now = cache.clock.now();
+  const since = onPastSurface ? now - Math.max(25, retentionH) * 3600 : now - 25 * 3600;
+  return restoreSurfaceHistory(source, since, (s) => {
+    if (s.observationTimestamp >= now - 25 * 3600) history.record(s);
+    onPastSurface?.(s);
+  }).then(
+    () => undefined,
+    (err: unknown) => {
+      logger.warn({ err: (err as Error).message }, 'surface history restore from kafka failed; iVSummary 24 h changes stay null until the service has 24 h of history');
+    },
+  );
+}
+
+/** Options of {@link startKafkaRole} beyond the configuration. */
+export interface KafkaRoleOptions {
+  /** Each surface of the `surface-history` topic read at start (the history store records the ones it misses). */
+  readonly onPastSurface?: (s: SurfaceSnapshot) => void;
 }
 
 /** Kafka parts of a running service. */
@@ -40,6 +63,8 @@ export interface KafkaWiring {
   readonly ownership: PairOwnership | null;
   /** Flush and stop (publisher: bounded flush of `timeoutMs`; replica: disconnect). */
   close(timeoutMs?: number): Promise<void>;
+  /** Resolves when the start-up read of `surface-history` is done (at once without one). */
+  readonly historyRestored: Promise<void>;
 }
 
 export type { ChildLogger };
@@ -49,22 +74,34 @@ export type { ChildLogger };
  * the background (the broker may be absent).
  * @throws Error when ROLE=api and KAFKA_BROKERS is unset (loadConfig rejects that earlier)
  */
-export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: readonly SourcePair[] | undefined }, cache: MarketCache, logger: ChildLogger): KafkaWiring {
+export function startKafkaRole(
+  config: KafkaRoleConfig & { readonly PAIRS?: readonly SourcePair[] | undefined },
+  cache: MarketCache,
+  logger: ChildLogger,
+  options: KafkaRoleOptions = {},
+): KafkaWiring {
   const brokers = parseBrokers(config.KAFKA_BROKERS);
   const common = {
     clientId: config.KAFKA_CLIENT_ID,
     prefix: config.KAFKA_TOPIC_PREFIX,
     partitions: config.KAFKA_PARTITIONS,
     replicationFactor: config.KAFKA_REPLICATION_FACTOR,
+    historyRetentionMs: config.KAFKA_HISTORY_RETENTION_H * 3_600_000,
   };
   if (config.ROLE === 'api') {
     if (!brokers) throw new Error('ROLE=api needs KAFKA_BROKERS');
     const replica = new KafkaReplica({ ...common, brokers, cache, logger: logger.child({ component: 'kafka-replica' }) }).start();
-    restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
+    const historyRestored = restoreIvHistory(
+      { brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) },
+      cache,
+      logger,
+      config.KAFKA_HISTORY_RETENTION_H,
+      options.onPastSurface,
+    );
     logger.info({ brokers, prefix: common.prefix }, 'ROLE=api: serving REST from Kafka (no exchange connection)');
-    return { role: config.ROLE, publisher: null, replica, ownership: null, close: () => replica.close() };
+    return { role: config.ROLE, publisher: null, replica, ownership: null, close: () => replica.close(), historyRestored };
   }
-  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, ownership: null, close: async () => {} };
+  if (!brokers) return { role: config.ROLE, publisher: null, replica: null, ownership: null, close: async () => {}, historyRestored: Promise.resolve() };
   let publisherRef: KafkaPublisher | null = null;
   const ownership = config.PAIRS ? startOwnership(config.PAIRS, brokers, common, cache, logger, () => publisherRef) : null;
   const publisher: KafkaPublisher = new KafkaPublisher({
@@ -86,12 +123,22 @@ export function startKafkaRole(config: KafkaRoleConfig & { readonly PAIRS?: read
   );
   publisherRef = publisher;
   logger.info({ brokers, prefix: common.prefix, role: config.ROLE, sharded: ownership !== null }, 'publishing to Kafka');
-  if (config.ROLE === 'all') restoreIvHistory({ brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) }, cache, logger);
+  const historyRestored =
+    config.ROLE === 'all'
+      ? restoreIvHistory(
+          { brokers, clientId: common.clientId, prefix: common.prefix, logger: logger.child({ component: 'kafka-history' }) },
+          cache,
+          logger,
+          config.KAFKA_HISTORY_RETENTION_H,
+          options.onPastSurface,
+        )
+      : Promise.resolve();
   return {
     role: config.ROLE,
     publisher,
     replica: null,
     ownership,
+    historyRestored,
     close: async (timeoutMs = 5000) => {
       // flush what this calibrator owns, then leave the group (a standby takes the pairs over only then)
       await publisher.close(timeoutMs);

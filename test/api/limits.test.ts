@@ -10,6 +10,7 @@ import SwaggerParser from '@apidevtools/swagger-parser';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../src/api/app.js';
+import { memoryHistory } from '../helpers/historyStore.js';
 import { EXPIRY_HORIZON_S, MAX_NOTIONAL, MAX_PRICE, MAX_UNIX_TIME_S, MONEYNESS_FACTOR } from '../../src/api/limits.js';
 import { DOC_EXPIRY_MARGIN_S } from '../../src/api/plugins/openapiLive.js';
 import { realChainCache, type RealChainCache } from '../helpers/realChainCache.js';
@@ -44,6 +45,8 @@ async function post(url: string, payload: unknown) {
 /** The messages of a 400's details, joined. */
 const detailText = (b: Json) => (b.details as Array<{ path: string; message: string }>).map((d) => `${d.path}: ${d.message}`).join(' | ');
 
+let history: Awaited<ReturnType<typeof memoryHistory>> | null = null;
+
 beforeAll(async () => {
   m = realChainCache(undefined, 1e9);
   now = m.clock.now();
@@ -51,10 +54,12 @@ beforeAll(async () => {
   for (let h = 0; h < 24; h++) {
     m.cache.addFunding({ kind: 'funding', source: 'DERIBIT', instrumentId: 'BTC-PERPETUAL', base: 'BTC', quote: 'USD', interest: 1e-5, intervalHours: 1, timestamp: obs - h * 3600 });
   }
-  app = await buildApp({ cache: m.cache });
+  history = await memoryHistory(m.cache);
+  app = await buildApp({ cache: m.cache, history });
 });
 afterAll(async () => {
   await app?.close();
+  await history?.store.close();
 });
 
 describe('the issue findings, replayed', () => {

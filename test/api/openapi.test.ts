@@ -33,6 +33,8 @@ const SPEC_ENDPOINTS: Array<[string, string]> = [
 const OTHER_ENDPOINTS: Array<[string, string]> = [
   ['get', '/api/v1/global/data/fundingInstruments'],
   ['get', '/api/v1/global/data/surface'],
+  ['get', '/api/v1/global/data/iVSummary/history'],
+  ['get', '/api/v1/global/data/surface/history'],
   ['get', '/health'],
   ['get', '/ready'],
   ['get', '/metrics'],

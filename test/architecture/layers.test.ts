@@ -2,7 +2,7 @@
  * The house has one direction of flow (issue 14 section 5; docs/architecture.md): every relative import of the
  * production code is read from the source files, grouped by folder, and checked against the layer order
  *
- *   src/domain -> src/quant -> src/cache -> streams, src/kafka, src/dashboard -> src/metrics -> src/api
+ *   src/domain -> src/quant -> src/cache -> streams, src/kafka, src/dashboard -> src/metrics, src/history -> src/api
  *   -> start-up (src/config.ts, src/service.ts, src/main.ts, src/marketSources.ts, src/logger.ts)
  *
  * (a folder imports only folders of lower layers; folders of one layer do not import each other), plus the
@@ -74,6 +74,8 @@ const LAYER: Record<string, number> = {
   'src/kafka': 3,
   'src/dashboard': 3,
   'src/metrics': 4,
+  // the history store reads the Kafka document shapes (src/kafka/schemas.ts, rebuild.ts): above kafka, below api
+  'src/history': 4,
   'src/api': 5,
   'start-up': 6,
 };

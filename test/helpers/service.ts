@@ -3,6 +3,9 @@
  * logs, port 0 (any free port), the embedded simulators on 127.0.0.1 (Deribit only unless the env
  * names SOURCES), on the test file's fixed simulated timeline (./simClock.ts).
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService, type ServiceOverrides } from '../../src/service.js';
@@ -14,7 +17,10 @@ export async function startTestService(env: Record<string, string> = {}, overrid
   // not about it (test/security/security.test.ts tests the shedding itself).
   // The simulated market runs on the test file's fixed timeline (./simClock.ts), never on the wall clock.
   const simulated = (env.MARKET_SOURCE ?? 'simulated') === 'simulated';
+  // every test service records into a history store of its own (a temporary folder, removed at stop)
+  const historyDir = env.HISTORY_DIR === undefined ? mkdtempSync(join(tmpdir(), 'volsurf-history-')) : null;
   const config = loadConfig({
+    ...(historyDir ? { HISTORY_DIR: historyDir } : {}),
     PORT: '0',
     LOG_LEVEL: 'silent',
     CALIBRATION_THROTTLE_MS: '150',
@@ -26,7 +32,15 @@ export async function startTestService(env: Record<string, string> = {}, overrid
     ...env,
   });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' });
-  return startService(config, logger, overrides);
+  const svc = await startService(config, logger, overrides);
+  if (!historyDir) return svc;
+  return {
+    ...svc,
+    async stop() {
+      await svc.stop();
+      rmSync(historyDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Poll `check` every `everyMs` until it returns a truthy value or `timeoutMs` passes. */

@@ -38,7 +38,7 @@ describe('the production build', () => {
     expect(flags).toContain('--heap-growing-percent=100');
     const c = spawn(process.execPath, [...flags, join(OUT, 'src/main.js')], {
       cwd: ROOT,
-      env: { ...process.env, ...simStartEnv(), PORT: '0', HOST: '127.0.0.1', LOG_PRETTY: 'false', SIM_HISTORY_HOURS: '0', SIMULATOR_PROCESS: 'separate', NODE_OPTIONS: '' },
+      env: { ...process.env, ...simStartEnv(), PORT: '0', HOST: '127.0.0.1', LOG_PRETTY: 'false', SIM_HISTORY_HOURS: '0', SIMULATOR_PROCESS: 'separate', NODE_OPTIONS: '', HISTORY_DIR: join(ROOT, OUT, 'history') },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = c;

@@ -89,7 +89,7 @@ describe('npm start on a port already taken', () => {
     try {
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
         cwd: fileURLToPath(new URL('../../', import.meta.url)),
-        env: { ...process.env, ...simStartEnv(), PORT: String(port), HOST: '127.0.0.1', LOG_PRETTY: 'false', SIM_HISTORY_HOURS: '0', SIMULATOR_PROCESS: 'separate' },
+        env: { ...process.env, ...simStartEnv(), PORT: String(port), HOST: '127.0.0.1', LOG_PRETTY: 'false', SIM_HISTORY_HOURS: '0', SIMULATOR_PROCESS: 'separate', HISTORY_DIR: 'off' },
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       let stdout = '';

@@ -11,6 +11,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
@@ -280,7 +283,8 @@ async function startChild(env: Record<string, string>, children: ChildProcess[])
     cwd: REPO_ROOT,
     // the child runs on this test file's simulated timeline too (SIM_START_TIME = the timeline's time at spawn;
     // its clock starts when its config loads, a boot time later, so it lags by that: seconds, never an hour)
-    env: { ...process.env, ...simStartEnv(), ...env, KAFKA_BROKERS: env['KAFKA_BROKERS'] },
+    // and a history store of its own (src/history): no two children open one file
+    env: { ...process.env, ...simStartEnv(), HISTORY_DIR: mkdtempSync(join(tmpdir(), 'volsurf-kafka-history-')), ...env, KAFKA_BROKERS: env['KAFKA_BROKERS'] },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);

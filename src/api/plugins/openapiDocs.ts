@@ -109,6 +109,8 @@ const ForwardCurveResult = z.object({
   source: z.string(),
   fixedYields: z.array(z.object({ expirationTimestamp: num(), value: num() })),
   constMatYields: z.array(z.object({ expirationTimestamp: num(), constMat: z.enum(['1D', '1W', '2W', '1M', '2M', '3M', '6M', '9M', '12M']), value: num() })),
+  observationTimestamp: num().describe('Additive: time of the newest market data of the curve, Unix seconds (the `asOf` that answers this curve again)'),
+  sequence: num().describe('Additive: the curve\'s sequence (the calibration that built it; the surfaces of that calibration carry the same)'),
 });
 
 const FundingRatesResult = z.array(z.object({ interest: num(), timestamp: num() })).max(200);
@@ -304,6 +306,60 @@ const DashboardStateResult = z.object({
   feeds: z.array(z.record(z.string(), z.unknown())).describe('Feed-status panel: per exchange connected, messages/s, last message age, reconnects, dropped, stale and warming-up pairs'),
 });
 
+const IvSummaryHistoryResult = z.object({
+  source: z.string(),
+  baseCurrency: z.string(),
+  quoteCurrency: z.string(),
+  volatilityModel: z.string(),
+  interval: z.string().describe('One point per interval: 1m, 5m, 1h or 1d'),
+  from: num().describe('Start of the range, Unix seconds'),
+  to: num().describe('End of the range, Unix seconds'),
+  points: z
+    .array(
+      z.object({
+        observationTimestamp: num().describe('Observation time of the surface the figures are of, Unix seconds (the first stored in its interval)'),
+        sequence: num().describe('Sequence of that surface'),
+        constMat: z.enum(['1W', '2W', '1M', '2M', '3M', '6M', '9M']),
+        expirationTimestamp: num().describe('observationTimestamp + the constant maturity, Unix seconds'),
+        atmVol: numOrNull().describe('Forward ATM vol, fraction'),
+        delta25Skew: numOrNull().describe('25-delta risk reversal vol(call) - vol(put), fraction'),
+        delta10Skew: numOrNull().describe('10-delta risk reversal, fraction'),
+        delta25Bfly: numOrNull().describe('25-delta butterfly (vol(call) + vol(put)) / 2 - ATM, fraction'),
+        delta10Bfly: numOrNull().describe('10-delta butterfly, fraction'),
+      }),
+    )
+    .describe('Oldest first; per time, the constant maturities in label order'),
+});
+
+const SurfaceHistoryResult = z.object({
+  source: z.string(),
+  baseCurrency: z.string(),
+  quoteCurrency: z.string(),
+  volatilityModel: z.string(),
+  interval: z.string().describe('One surface per interval: 1m, 5m, 1h or 1d'),
+  from: num().describe('Start of the range, Unix seconds'),
+  to: num().describe('End of the range, Unix seconds'),
+  surfaces: z
+    .array(
+      z.object({
+        observationTimestamp: num().describe('Observation time of the surface, Unix seconds (the first stored in its interval)'),
+        sequence: num().describe('Its sequence'),
+        spotPrice: num().describe('Spot index, quote currency'),
+        expiries: z
+          .array(
+            z.object({
+              expirationTimestamp: num(),
+              T: num().describe('Years to expiry from observationTimestamp, ACT/365'),
+              forwardPrice: num().describe('The expiry\'s forward, quote currency'),
+              parameters: z.record(z.string(), num()).describe('Model parameters (raw SVI a, b, rho, m, sigma; SABR alpha, beta, rho, nu; Vanna-Volga pillars)'),
+            }),
+          )
+          .describe('The served expiries'),
+      }),
+    )
+    .describe('Oldest first'),
+});
+
 /** Documentation of one route. */
 export interface RouteDoc {
   readonly tags: readonly string[];
@@ -389,6 +445,20 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     response: IvSummaryResult,
     errors: MARKET_GET,
   },
+  'GET /api/v1/global/data/iVSummary/history': {
+    tags: ['history'],
+    description:
+      'History of the iVSummary figures per constant maturity (ATM vol, 25/10-delta risk reversal and butterfly) of one (source, pair, model) over [from, to] (default: the last 24 h), one point per interval (the first stored surface of each), from the history store (docs/operations.md "History"). format=csv gives the same rows as CSV, format=parquet as a Parquet file. A range of more than 100 000 rows is a 400; without a history store, a 404.',
+    response: IvSummaryHistoryResult,
+    errors: MARKET_GET,
+  },
+  'GET /api/v1/global/data/surface/history': {
+    tags: ['history'],
+    description:
+      'History of the calibrated surface of one (source, pair, model) over [from, to] (default: the last 24 h): one surface per interval (the first stored of each) with its expiries, forwards and model parameters. format=csv: one row per (surface, expiry), a column per parameter; format=parquet: the same rows as a Parquet file. More than 10 080 surfaces is a 400; without a history store, a 404.',
+    response: SurfaceHistoryResult,
+    errors: MARKET_GET,
+  },
   'POST /api/v1/global/scenarios/riskScenarios': {
     tags: ['scenarios'],
     description: `Risk scenarios with a fixed absolute up/down volatility shift (volUp = vol + volRangeUp, volDown = vol - volRangeDown, floored at 0.0001). ${BATCH100}`,
@@ -469,6 +539,7 @@ export const TAGS = [
   { name: 'implied volatility', description: 'Implied volatility at a strike, a delta, and the summary (spec sections 3, 4, 8)' },
   { name: 'scenarios', description: 'Risk scenarios: price ladder crossed with volatility shifts (spec section 5)' },
   { name: 'market data', description: 'Funding rates, forward curve and the calibrated surface (spec sections 6, 7)' },
+  { name: 'history', description: 'Series from the history store; every data endpoint also answers as of a past time with the query parameter asOf' },
   { name: 'health', description: 'Liveness and readiness' },
   { name: 'monitoring', description: 'Prometheus metrics and the live dashboard' },
   { name: 'streaming', description: 'Push channels: WebSocket JSON-RPC 2.0 at /api/v1/ws (not an HTTP operation; see /asyncapi.json and docs/streaming.md) and its Server-Sent Events twin' },

@@ -179,6 +179,8 @@ function examples(cache: MarketCache): { bodies: Record<string, unknown>; querie
     queries: {
       'GET /api/v1/global/data/surface': { ...q, volatilityModel: 'SVI' },
       'GET /api/v1/global/data/iVSummary': { ...q, volatilityModel: 'SVI' },
+      'GET /api/v1/global/data/iVSummary/history': { ...q, volatilityModel: 'SVI', interval: '1h', constMat: '1M' },
+      'GET /api/v1/global/data/surface/history': { ...q, volatilityModel: 'SVI', interval: '1h' },
       'GET /api/v1/global/data/forwardCurve': q,
       'GET /api/v1/global/data/fundingInstruments': { source: m.source },
       'GET /api/v1/global/data/fundingRates': {

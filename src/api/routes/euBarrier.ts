@@ -10,7 +10,7 @@
  * missing or stale.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
 import { resolveSource, type Pair } from '../../domain/markets.js';
 import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
@@ -23,6 +23,7 @@ import {
   DetailCollector,
 } from '../rules.js';
 import { EuBarrierBody } from '../scenarioSchemas.js';
+import { AsOfQuery } from '../schemas.js';
 
 /** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
 export const EU_BARRIER_PAIRS: readonly Pair[] = [
@@ -31,7 +32,7 @@ export const EU_BARRIER_PAIRS: readonly Pair[] = [
 ];
 
 export const euBarrierRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/api/v1/global/optionValuation/euBarrier',
@@ -39,10 +40,13 @@ export const euBarrierRoutes =
         schema: {
           summary: 'European barrier (observed at expiry) and digital options: percent price and Greeks, DERIBIT BTC/USD and ETH/USD, SVI (1 to 50 items)',
           body: EuBarrierBody,
+          querystring: AsOfQuery,
         },
       },
       async (req) => {
         const items = req.body;
+        const asOf = req.query.asOf;
+        const clock = markets.clockAt(asOf);
         const errs = new DetailCollector();
         checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
         items.forEach((it, i) => {
@@ -56,7 +60,7 @@ export const euBarrierRoutes =
           if (it.volatilityModel !== 'SVI') {
             errs.add(`${prefix}volatilityModel`, `euBarrier supports only SVI, got ${it.volatilityModel}`);
           }
-          checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+          checkExpiry(errs, prefix, it.expirationTimestamp, clock);
           if (!isDigital(it.europeanBarrierOptionType)) {
             if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${it.europeanBarrierOptionType}`);
             if (it.barrierType === undefined) errs.add(`${prefix}barrierType`, `Required for ${it.europeanBarrierOptionType}`);
@@ -64,6 +68,10 @@ export const euBarrierRoutes =
         });
         errs.throwIfAny('request');
 
+        const cache = await markets.at(
+          asOf,
+          items.map((it) => ({ source: 'DERIBIT' as const, pair: { base: it.baseCurrency, quote: it.quoteCurrency } as Pair, model: 'SVI' as const })),
+        );
         const points = items.map((it) => {
           const pair: Pair = { base: it.baseCurrency, quote: it.quoteCurrency };
           assertServable(cache, 'DERIBIT', pair, 'SVI');

@@ -3,13 +3,13 @@
  * expiries and of the constant maturities 1D..12M. value = (F / S - 1) / T, simple (decisions.md).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
 import { PairQuery } from '../schemas.js';
 import { forwardCurveDocument } from '../documents.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const forwardCurveRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/api/v1/global/data/forwardCurve',
@@ -20,6 +20,7 @@ export const forwardCurveRoutes =
         const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
         errs.throwIfAny('query');
         const { source, pair } = r!;
+        const cache = await markets.at(q.asOf, [{ source, pair, model: null }]);
         assertServable(cache, source, pair, null);
         const snap = cache.getForwardCurve(source, pair)!;
         return forwardCurveDocument(snap, q.source);

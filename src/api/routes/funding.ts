@@ -1,10 +1,12 @@
 /**
  * GET /api/v1/global/data/fundingRates (spec section 6) and
- * GET /api/v1/global/data/fundingInstruments (decisions.md).
+ * GET /api/v1/global/data/fundingInstruments (decisions.md). With `asOf` (src/api/asOf.ts): the points settled at
+ * or before `asOf`, read from the history store (every funding point the service held is written there).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { resolveSource } from '../../domain/markets.js';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
+import { fundingBetween, fundingInstrumentsAsOf } from '../../history/reads.js';
 import { ApiError, badRequest } from '../errors.js';
 import { FundingInstrumentsQuery, FundingRatesQuery } from '../schemas.js';
 
@@ -12,8 +14,9 @@ import { FundingInstrumentsQuery, FundingRatesQuery } from '../schemas.js';
 export const MAX_FUNDING_POINTS = 200;
 
 export const fundingRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
+    const cache = markets.live;
     app.get(
       '/api/v1/global/data/fundingRates',
       {
@@ -28,6 +31,17 @@ export const fundingRoutes =
           throw badRequest('startTime must be <= endTime', [{ path: 'startTime', message: 'Must be <= endTime' }]);
         }
         const source = resolveSource(q.source)!;
+        if (q.asOf !== undefined) {
+          const store = markets.storeFor(q.asOf);
+          const known = await fundingInstrumentsAsOf(store, source, q.asOf);
+          if (!known.some((k) => k.instrument_id === q.instrumentId)) {
+            throw new ApiError(
+              404,
+              `no funding point of ${q.source} ${q.instrumentId} settled at or before ${new Date(q.asOf * 1000).toISOString()} is in the history (known then: ${known.map((k) => k.instrument_id).join(', ') || 'none'})`,
+            );
+          }
+          return fundingBetween(store, source, q.instrumentId, q.startTime, Math.min(q.endTime, q.asOf), MAX_FUNDING_POINTS);
+        }
         // a replica still catching up, or a point overdue within the asked range (src/cache/marketCache.ts)
         const u = cache.fundingUnavailable(source, q.instrumentId, q.endTime);
         if (u) throw new ApiError(503, u.message, undefined, { 'retry-after': '5' });
@@ -54,6 +68,20 @@ export const fundingRoutes =
       },
       async (req) => {
         const source = resolveSource(req.query.source)!;
+        const asOf = req.query.asOf;
+        if (asOf !== undefined) {
+          const rows = await fundingInstrumentsAsOf(markets.storeFor(asOf), source, asOf);
+          return rows.map((r) => ({
+            instrumentId: r.instrument_id as string,
+            source: req.query.source,
+            baseCurrency: r.base as string,
+            quoteCurrency: r.quote as string,
+            intervalHours: r.interval_hours as number,
+            points: r.points as number,
+            firstTimestamp: r.first_ts as number,
+            lastTimestamp: r.last_ts as number,
+          }));
+        }
         const held = cache.held();
         if (held) throw new ApiError(503, held.message, undefined, { 'retry-after': '5' });
         if (!cache.isSourceConfigured(source)) {

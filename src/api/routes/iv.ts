@@ -5,11 +5,11 @@
  * CALL delta N(d1) equals the target, solved on the smile (decisions.md), then the vol there.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
 import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
 import { ApiError } from '../errors.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
-import { ByDeltaBody, ByStrikeBody } from '../schemas.js';
+import { AsOfQuery, ByDeltaBody, ByStrikeBody } from '../schemas.js';
 import {
   assertServable,
   checkExpiry,
@@ -32,17 +32,25 @@ interface IvItemBase {
   expirationTimestamp: number;
 }
 
-/** Validate every item (400 naming all bad items), then check each pair is servable (503). */
-export function resolveIvItems<T extends IvItemBase>(cache: MarketCache, items: readonly T[]) {
+/**
+ * Validate every item (400 naming all bad items), then check each pair is servable (503), live or as of `asOf`
+ * (src/api/asOf.ts: 400 / 404).
+ */
+export async function resolveIvItems<T extends IvItemBase>(markets: Markets, asOf: number | undefined, items: readonly T[]) {
+  const clock = markets.clockAt(asOf);
   const errs = new DetailCollector();
   checkUniqueIds(errs, items.map((it) => it.instrumentId as string), (i) => `[${i}].`);
   const resolved = items.map((it, i) => {
     const prefix = `[${i}].`;
     const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-    checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+    checkExpiry(errs, prefix, it.expirationTimestamp, clock);
     return r;
   });
   errs.throwIfAny('request');
+  const cache = await markets.at(
+    asOf,
+    resolved.map((r, i) => ({ ...(r as { source: Source; pair: Pair }), model: items[i]!.volatilityModel })),
+  );
   return resolved.map((r, i) => {
     const { source, pair } = r as { source: Source; pair: Pair };
     const model = items[i]!.volatilityModel;
@@ -53,14 +61,14 @@ export function resolveIvItems<T extends IvItemBase>(cache: MarketCache, items: 
 }
 
 export const ivRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/api/v1/global/data/iV/byStrike',
-      { schema: { summary: 'Implied volatility at a target strike (1 to 50 items)', body: ByStrikeBody } },
+      { schema: { summary: 'Implied volatility at a target strike (1 to 50 items)', body: ByStrikeBody, querystring: AsOfQuery } },
       async (req) => {
         const items = req.body;
-        const resolved = resolveIvItems(cache, items);
+        const resolved = await resolveIvItems(markets, req.query.asOf, items);
         const errs = new DetailCollector();
         items.forEach((it, i) => checkMoneyness(errs, `[${i}].strike`, it.strike, resolved[i]!.point.forward));
         errs.throwIfAny('request');
@@ -83,10 +91,10 @@ export const ivRoutes =
 
     app.post(
       '/api/v1/global/data/iV/byDelta',
-      { schema: { summary: 'Implied volatility at a target (forward Black call) delta (1 to 50 items)', body: ByDeltaBody } },
+      { schema: { summary: 'Implied volatility at a target (forward Black call) delta (1 to 50 items)', body: ByDeltaBody, querystring: AsOfQuery } },
       async (req) => {
         const items = req.body;
-        const resolved = resolveIvItems(cache, items);
+        const resolved = await resolveIvItems(markets, req.query.asOf, items);
         const errs = new DetailCollector();
         const results = items.map((it, i) => {
           const { point } = resolved[i]!;

@@ -8,18 +8,22 @@
  * observationTimestamp - 24 h within 30 min; null without one). All vols and changes are fractions. A figure
  * that cannot be computed (no strike with that delta on the smile) is null. Additive fields:
  * `observationTimestamp` (of the surface) and `diffReferenceTimestamp` (of the history point the changes are
- * measured against, or null). Conventions: docs/conventions.md "IV summary".
+ * measured against, or null). With `asOf` (src/api/asOf.ts) the surface served then, and its changes against the
+ * stored point the live answer used (src/history/reads.ts summaryNearest). Conventions: docs/conventions.md
+ * "IV summary".
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
-import { ivSummaryDocument } from '../documents.js';
+import { DIFF_HORIZON_S, DIFF_TOLERANCE_S } from '../../cache/history.js';
+import { summaryNearest } from '../../history/reads.js';
+import type { Markets } from '../asOf.js';
+import { ivSummaryDocument, ivSummaryDocumentAgainst } from '../documents.js';
 import { SurfaceQuery } from '../schemas.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const ivSummaryRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
-    const history = cache.history;
+    const history = markets.live.history;
     app.get(
       '/api/v1/global/data/iVSummary',
       {
@@ -34,9 +38,13 @@ export const ivSummaryRoutes =
         const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
         errs.throwIfAny('query');
         const { source, pair } = r!;
+        const cache = await markets.at(q.asOf, [{ source, pair, model: q.volatilityModel }]);
         assertServable(cache, source, pair, q.volatilityModel);
         const snap = cache.getSurface(source, pair, q.volatilityModel)!;
-        return ivSummaryDocument(history, snap, q.source);
+        if (q.asOf === undefined) return ivSummaryDocument(history, snap, q.source);
+        const ref = { source, pair: `${pair.base}/${pair.quote}`, model: q.volatilityModel };
+        const past = await summaryNearest(markets.storeFor(q.asOf), ref, snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, history.bucketS);
+        return ivSummaryDocumentAgainst(snap, past, q.source);
       },
     );
   };

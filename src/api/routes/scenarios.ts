@@ -13,7 +13,8 @@
  * needed surface or forward curve is missing or stale.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
+import { AsOfQuery } from '../schemas.js';
 import type { VolatilityModel } from '../../cache/snapshot.js';
 import type { Pair, Source } from '../../domain/markets.js';
 import { scenarioFigures, scenarioLadder, type ScenarioCell, type ScenarioPosition, type ScenarioRow } from '../../quant/scenarios.js';
@@ -61,7 +62,8 @@ const isOption = (t: string) => t === 'CALL' || t === 'PUT';
  * market cannot be served). The priceMethod is the item's (OTC = DERIBIT) or, on advancedRiskScenarios where
  * it is not a field, the source's own.
  */
-export function resolveScenarioInstruments(cache: MarketCache, items: readonly AnyInstrument[]): ResolvedScenarioInstrument[] {
+export async function resolveScenarioInstruments(markets: Markets, asOf: number | undefined, items: readonly AnyInstrument[]): Promise<ResolvedScenarioInstrument[]> {
+  const clock = markets.clockAt(asOf);
   const errs = new DetailCollector();
   checkUniqueIds(errs, items.map((it) => it.instrumentId), PREFIX);
   const checked = items.map((it, i) => {
@@ -74,13 +76,17 @@ export function resolveScenarioInstruments(cache: MarketCache, items: readonly A
     }
     if (type !== 'SPOT') {
       if (it.expirationTimestamp === undefined) errs.add(`${prefix}expirationTimestamp`, `Required for ${type}`);
-      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
     }
     const inverse = r && type !== 'SPOT' ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
     return { r, inverse };
   });
   errs.throwIfAny('request');
 
+  const cache = await markets.at(
+    asOf,
+    items.map((it, i) => ({ ...(checked[i]!.r as { source: Source; pair: Pair }), model: isOption(it.instrumentType) ? (it.volatilityModel as VolatilityModel) : null })),
+  );
   const out = items.map((it, i) => {
     const { r, inverse } = checked[i]!;
     const { source, pair } = r as { source: Source; pair: Pair };
@@ -237,14 +243,14 @@ const VOL_RANGE_MEASURES: ReadonlyArray<keyof ScenarioCell> = [
 ];
 
 export const scenarioRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/api/v1/global/scenarios/riskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', body: RiskScenariosBody } },
+      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', body: RiskScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
-        const resolved = resolveScenarioInstruments(cache, items);
+        const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
         return {
           riskScenarioInstrumentResults: finiteResults(
             resolved.map((res) => {
@@ -258,10 +264,10 @@ export const scenarioRoutes =
 
     app.post(
       '/api/v1/global/scenarios/volRangeRiskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', body: VolRangeScenariosBody } },
+      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', body: VolRangeScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
-        const resolved = resolveScenarioInstruments(cache, items);
+        const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
         const names = prm.volShifts.map((_, n) => `volScenario${n}`);
         return {
           riskScenarioInstrumentResults: finiteResults(resolved.map((res) => {
@@ -289,11 +295,12 @@ export const scenarioRoutes =
         schema: {
           summary: 'Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to 100 instruments)',
           body: AdvancedScenariosBody,
+          querystring: AsOfQuery,
         },
       },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
-        const resolved = resolveScenarioInstruments(cache, items);
+        const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
         const shock: VolShockParams = prm;
         return {
           riskScenarioInstrumentResults: finiteResults(

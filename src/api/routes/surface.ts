@@ -7,13 +7,13 @@
  * Also the way to find the expiries the service lists (README).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
 import { SurfaceQuery } from '../schemas.js';
 import { surfaceDocument } from '../documents.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
 
 export const surfaceRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
     app.get(
       '/api/v1/global/data/surface',
@@ -29,6 +29,7 @@ export const surfaceRoutes =
         const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
         errs.throwIfAny('query');
         const { source, pair } = r!;
+        const cache = await markets.at(q.asOf, [{ source, pair, model: q.volatilityModel }]);
         assertServable(cache, source, pair, q.volatilityModel);
         const snap = cache.getSurface(source, pair, q.volatilityModel)!;
         return surfaceDocument(snap, q.source);

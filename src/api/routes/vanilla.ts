@@ -4,10 +4,10 @@
  * src/quant/vanilla.ts under the item's priceMethod (OTC = DERIBIT). Conventions: docs/conventions.md.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { MarketCache } from '../../cache/marketCache.js';
+import type { Markets } from '../asOf.js';
 import { valueVanilla } from '../../quant/vanilla.js';
 import type { Pair, Source } from '../../domain/markets.js';
-import { VanillaBody } from '../schemas.js';
+import { AsOfQuery, VanillaBody } from '../schemas.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
 import {
   assertServable,
@@ -22,20 +22,22 @@ import {
 } from '../rules.js';
 
 export const vanillaRoutes =
-  (cache: MarketCache): FastifyPluginAsyncZod =>
+  (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
     app.post(
       '/api/v1/global/optionValuation/vanilla',
-      { schema: { summary: 'Vanilla option / forward value and Greeks in base currency (1 to 50 items)', body: VanillaBody } },
+      { schema: { summary: 'Vanilla option / forward value and Greeks in base currency (1 to 50 items)', body: VanillaBody, querystring: AsOfQuery } },
       async (req) => {
         const items = req.body;
+        const asOf = req.query.asOf;
+        const clock = markets.clockAt(asOf);
         const errs = new DetailCollector();
         checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
         const resolved = items.map((it, i) => {
           const prefix = `[${i}].`;
           const type = it.vanillaOptionType ?? 'FORWARD';
           const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-          checkExpiry(errs, prefix, it.expirationTimestamp, cache.clock);
+          checkExpiry(errs, prefix, it.expirationTimestamp, clock);
           if ((type === 'CALL' || type === 'PUT') && it.strike === undefined) {
             errs.add(`${prefix}strike`, `Required for ${type}`);
           }
@@ -45,6 +47,10 @@ export const vanillaRoutes =
         errs.throwIfAny('request');
 
         // the market of every item (503 when not servable), then the rules that need its forward
+        const cache = await markets.at(
+          asOf,
+          items.map((it, i) => ({ ...(resolved[i]!.r as { source: Source; pair: Pair }), model: it.volatilityModel })),
+        );
         const points = items.map((it, i) => {
           const { source, pair } = resolved[i]!.r as { source: Source; pair: Pair };
           assertServable(cache, source, pair, it.volatilityModel);

@@ -1,0 +1,141 @@
+/**
+ * As-of answers (issue 24; docs/operations.md "History"): the `asOf` query parameter (Unix seconds, fractional
+ * allowed) of every data endpoint makes the route answer from the surfaces, forward curve and funding that were
+ * served at that time, read from the history store (src/history), instead of the live cache.
+ *
+ * {@link Markets.at} gives a route the MarketCache to read: the live one without `asOf`; with it, a cache holding
+ * only what the request needs, rebuilt from the store with the calibrator's own constructors (src/kafka/rebuild.ts),
+ * on a clock standing at `asOf` (so "expiry in the past" and every other rule are judged as they were then), judged
+ * stale by document time (a surface is served at `asOf` only when it was published in the STALE_AFTER_S before it:
+ * older, the service answered 503 then). The answer is therefore the one the service gave then, number for number,
+ * and says which surface it used (`sequence` where the answer has one, `observationTimestamp`).
+ *
+ * Errors: `asOf` later than the service clock: 400; no store (HISTORY_DIR=off, or it could not be opened): 404 that
+ * says so; nothing served at `asOf` (before the kept range, a gap, or stale then): 404 that says which range is kept.
+ * Rebuilt markets are memoized (a small LRU by key and `asOf`), so repeated queries of one instant cost one build.
+ */
+import { MarketCache } from '../cache/marketCache.js';
+import type { Clock } from '../domain/clock.js';
+import type { Pair, Source } from '../domain/markets.js';
+import type { ForwardCurveSnapshot, SurfaceSnapshot, VolatilityModel } from '../cache/snapshot.js';
+import type { HistoryStore } from '../history/store.js';
+import { curveAsOf, keptRange, surfaceAsOf } from '../history/reads.js';
+import { forwardCurveFromMessage, surfaceFromMessage } from '../kafka/rebuild.js';
+import { ApiError, badRequest } from './errors.js';
+
+/** What a request reads: a surface of (source, pair, model), or the forward curve of (source, pair) when model is null. */
+export interface Need {
+  readonly source: Source;
+  readonly pair: Pair;
+  readonly model: VolatilityModel | null;
+}
+
+/** The history a process answers as-of queries from. */
+export interface HistoryAccess {
+  /** The open store, or null with the reason (HISTORY_DIR=off, or the open failed). */
+  readonly store: HistoryStore | null;
+  readonly reason?: string;
+  /** Make sure what was published up to `asOf` is committed (the recorder flushes its pending batch when needed). */
+  readonly sync?: (asOf: number) => Promise<void>;
+  /**
+   * How far before `asOf` a surface may have been published and still count as served then, seconds: STALE_AFTER_S
+   * within the full-resolution window; beyond it, where one surface per HISTORY_BUCKET_S is kept, STALE_AFTER_S plus
+   * the bucket (the answer is then the bucket's surface, which says its own observationTimestamp). Default
+   * STALE_AFTER_S.
+   */
+  readonly lookbackS?: (asOf: number) => number;
+  /** While it returns a reason (the store being rebuilt from Kafka), as-of answers are 503 with it. */
+  readonly pending?: () => string | null;
+}
+
+const iso = (t: number): string => new Date(t * 1000).toISOString();
+const MEMO_SIZE = 256;
+
+/** The markets routes read: live, or as of a past time. */
+export class Markets {
+  private readonly memo = new Map<string, Promise<SurfaceSnapshot | ForwardCurveSnapshot | null>>();
+
+  /**
+   * @param live the live cache
+   * @param history the store (null: no as-of answers)
+   */
+  constructor(
+    readonly live: MarketCache,
+    readonly history: HistoryAccess = { store: null, reason: 'this process runs without a history store' },
+  ) {}
+
+  /** The clock rules are judged on: the live clock, or one standing at `asOf`. */
+  clockAt(asOf: number | undefined): Clock {
+    return asOf === undefined ? this.live.clock : { now: () => asOf };
+  }
+
+  /**
+   * The store, after checking `asOf` against the service clock.
+   * @throws ApiError 400 for an `asOf` later than now, 404 when there is no store
+   */
+  storeFor(asOf: number): HistoryStore {
+    const now = this.live.clock.now();
+    if (asOf > now) throw badRequest(`asOf ${iso(asOf)} is later than the service clock (${iso(now)})`, [{ path: 'asOf', message: 'Must not be in the future' }]);
+    const store = this.history.store;
+    if (!store) throw new ApiError(404, `no history to answer asOf from: ${this.history.reason ?? 'no store'}`);
+    const pending = this.history.pending?.();
+    if (pending) throw new ApiError(503, pending, undefined, { 'retry-after': '5' });
+    return store;
+  }
+
+  /** A 404 naming what was not served at `asOf` and the kept range. */
+  async notServed(store: HistoryStore, what: string, asOf: number, lookbackS: number): Promise<ApiError> {
+    const range = await keptRange(store);
+    const kept = range ? `history kept from ${iso(range.from)} to ${iso(range.to)}` : 'the history is empty';
+    return new ApiError(404, `no ${what} was served at ${iso(asOf)} (none published in the ${lookbackS} s before it; ${kept})`);
+  }
+
+  /**
+   * The cache to read for a request: the live one when `asOf` is undefined; else a cache holding the `needs` as
+   * served at `asOf` (module docstring).
+   * @throws ApiError 400 / 404 (module docstring)
+   */
+  async at(asOf: number | undefined, needs: readonly Need[]): Promise<MarketCache> {
+    if (asOf === undefined) return this.live;
+    const store = this.storeFor(asOf);
+    await this.history.sync?.(asOf);
+    const lookback = this.history.lookbackS?.(asOf) ?? this.live.staleAfterS;
+    const cache = new MarketCache({ now: () => asOf }, lookback, this.live.expected(), { keepHistory: false });
+    cache.judgeByDocumentTime(true);
+    const seen = new Set<string>();
+    for (const n of needs) {
+      const key = `${n.source}:${n.pair.base}/${n.pair.quote}:${n.model ?? 'curve'}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      if (!this.live.isSourceConfigured(n.source)) continue; // the route's own rules answer "not connected"
+      const snap = await this.load(store, n, asOf, lookback);
+      const label = `${n.source} ${n.pair.base}/${n.pair.quote}`;
+      if (!snap) throw await this.notServed(store, n.model ? `${n.model} surface of ${label}` : `forward curve of ${label}`, asOf, lookback);
+      if ('model' in snap) cache.putSurface(snap);
+      else cache.putForwardCurve(snap);
+    }
+    return cache;
+  }
+
+  private load(store: HistoryStore, n: Need, asOf: number, lookback: number): Promise<SurfaceSnapshot | ForwardCurveSnapshot | null> {
+    const key = `${n.source}:${n.pair.base}/${n.pair.quote}:${n.model ?? 'curve'}@${asOf}/${lookback}`;
+    let p = this.memo.get(key);
+    if (p) {
+      this.memo.delete(key);
+      this.memo.set(key, p);
+      return p;
+    }
+    const ref = { source: n.source, pair: `${n.pair.base}/${n.pair.quote}` };
+    p = n.model
+      ? surfaceAsOf(store, { ...ref, model: n.model }, asOf, lookback).then((m) => (m ? surfaceFromMessage(m) : null))
+      : curveAsOf(store, ref, asOf, lookback).then((m) => (m ? forwardCurveFromMessage(m) : null));
+    this.memo.set(key, p);
+    // a miss is not kept (the instant may be committed a moment later); neither is a failure
+    p.then(
+      (v) => (v === null ? this.memo.delete(key) : undefined),
+      () => this.memo.delete(key),
+    );
+    while (this.memo.size > MEMO_SIZE) this.memo.delete(this.memo.keys().next().value!);
+    return p;
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * Series of the history store (issue 24; additive to the spec, in the style of Amberdata's and Laevitas' volatility
+ * history endpoints):
+ * - GET /api/v1/global/data/iVSummary/history: ATM vol, 25/10-delta risk reversal (`delta25Skew`, `delta10Skew`)
+ *   and butterfly (`delta25Bfly`, `delta10Bfly`) of the constant maturities 1W..9M of (source, pair, model) over
+ *   `[from, to]`, one point per `interval` (1m, 5m, 1h, 1d: the first stored point of each interval);
+ * - GET /api/v1/global/data/surface/history: the surface's expiries (expiry, T, forward, model parameters) over
+ *   `[from, to]`, one surface per `interval`.
+ * `format`: `json` (default), `csv` (one row per point, and per expiry for surfaces), or `parquet` (the same rows,
+ * written by DuckDB's COPY, for notebooks). Times Unix seconds (`from` default `to` - 24 h, `to` default now); vols
+ * fractions. The figures are those GET iVSummary answered at each point (computed when the point was written,
+ * src/history/recorder.ts). Limits: {@link MAX_SERIES_ROWS} rows, {@link MAX_SURFACES} surfaces; a larger range
+ * is a 400 that says how to narrow it. Without a store: 404 (src/api/asOf.ts).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { Markets } from '../asOf.js';
+import { badRequest } from '../errors.js';
+import { DetailCollector, resolvePair } from '../rules.js';
+import { HistoryRangeQuery, HISTORY_INTERVALS_S } from '../schemas.js';
+import { ivSummarySeriesSql, surfaceSeries } from '../../history/reads.js';
+import type { HistoryStore, Row } from '../../history/store.js';
+
+/** Most rows one iVSummary/history answer holds (30 days at 1 minute of one constant maturity is 43 200). */
+export const MAX_SERIES_ROWS = 100_000;
+/** Most surfaces one surface/history answer holds (7 days at 1 minute). */
+export const MAX_SURFACES = 10_080;
+
+const IvSeriesQuery = HistoryRangeQuery.extend({
+  constMat: z.enum(['1W', '2W', '1M', '2M', '3M', '6M', '9M']).optional().describe('One constant maturity; absent = all seven'),
+});
+
+function csv(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<unknown>>): string {
+  const cell = (v: unknown): string => (v === null || v === undefined ? '' : typeof v === 'string' && /[",\n]/.test(v) ? `"${v.replaceAll('"', '""')}"` : String(v));
+  return [header.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n') + '\n';
+}
+
+/** The bytes of `sql`'s result written as Parquet by DuckDB. */
+async function parquet(store: HistoryStore, sql: string): Promise<Buffer> {
+  const dir = mkdtempSync(join(tmpdir(), 'volsurf-export-'));
+  try {
+    const file = join(dir, 'export.parquet');
+    await store.serialized(() => store.run(`COPY (${sql}) TO '${file.replaceAll("'", "''")}' (FORMAT parquet, COMPRESSION zstd)`));
+    return readFileSync(file);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export const historyRoutes =
+  (markets: Markets): FastifyPluginAsyncZod =>
+  async (app) => {
+    /** Validated range and key of a series query. */
+    const resolve = (q: z.infer<typeof HistoryRangeQuery>) => {
+      const errs = new DetailCollector();
+      const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
+      errs.throwIfAny('query');
+      const now = markets.live.clock.now();
+      const to = q.to ?? now;
+      const from = q.from ?? to - 86400;
+      if (from > to) throw badRequest('from must be <= to', [{ path: 'from', message: 'Must be <= to' }]);
+      const store = markets.storeFor(Math.min(from, now));
+      const ref = { source: r!.source, pair: `${r!.pair.base}/${r!.pair.quote}`, model: q.volatilityModel };
+      return { store, ref, from, to, intervalS: HISTORY_INTERVALS_S[q.interval] };
+    };
+    const send = (reply: { header(k: string, v: string): unknown }, format: string, name: string): void => {
+      if (format === 'csv') reply.header('content-type', 'text/csv; charset=utf-8');
+      if (format === 'parquet') reply.header('content-type', 'application/vnd.apache.parquet');
+      if (format !== 'json') reply.header('content-disposition', `attachment; filename="${name}.${format}"`);
+    };
+
+    app.get(
+      '/api/v1/global/data/iVSummary/history',
+      {
+        schema: {
+          summary: 'History of ATM vol, 25/10-delta risk reversal and butterfly per constant maturity (1m/5m/1h/1d; JSON, CSV or Parquet)',
+          querystring: IvSeriesQuery,
+        },
+      },
+      async (req, reply) => {
+        const q = req.query;
+        const { store, ref, from, to, intervalS } = resolve(q);
+        const constMats = q.constMat ? 1 : 7;
+        const approx = Math.floor((to - from) / intervalS + 1) * constMats;
+        if (approx > MAX_SERIES_ROWS) {
+          throw badRequest(
+            `the range holds up to ${approx} rows, more than ${MAX_SERIES_ROWS}: shorten [from, to], take a coarser interval or name one constMat`,
+            [{ path: 'from', message: `At most ${MAX_SERIES_ROWS} rows` }],
+          );
+        }
+        const sql = ivSummarySeriesSql(ref, from, to, intervalS, q.constMat ?? null);
+        send(reply, q.format, `ivsummary-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
+        if (q.format === 'parquet') return parquet(store, sql);
+        const rows = await store.query(sql);
+        const fields = ['observationTimestamp', 'sequence', 'constMat', 'expirationTimestamp', 'atmVol', 'delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly'] as const;
+        const cols = ['observation_timestamp', 'sequence', 'const_mat', 'expiry', 'atm_vol', 'delta25_skew', 'delta10_skew', 'delta25_bfly', 'delta10_bfly'];
+        if (q.format === 'csv') return csv(fields, rows.map((r: Row) => cols.map((c) => r[c])));
+        return {
+          source: q.source,
+          baseCurrency: q.baseCurrency,
+          quoteCurrency: q.quoteCurrency,
+          volatilityModel: q.volatilityModel,
+          interval: q.interval,
+          from,
+          to,
+          points: rows.map((r: Row) => Object.fromEntries(fields.map((f, i) => [f, r[cols[i]!]]))),
+        };
+      },
+    );
+
+    app.get(
+      '/api/v1/global/data/surface/history',
+      {
+        schema: {
+          summary: 'History of the calibrated surface: expiries, forwards and model parameters per interval (1m/5m/1h/1d; JSON, CSV or Parquet)',
+          querystring: HistoryRangeQuery,
+        },
+      },
+      async (req, reply) => {
+        const q = req.query;
+        const { store, ref, from, to, intervalS } = resolve(q);
+        const approx = Math.floor((to - from) / intervalS + 1);
+        if (approx > MAX_SURFACES) {
+          throw badRequest(`the range holds up to ${approx} surfaces, more than ${MAX_SURFACES}: shorten [from, to] or take a coarser interval`, [
+            { path: 'from', message: `At most ${MAX_SURFACES} surfaces` },
+          ]);
+        }
+        const docs = await surfaceSeries(store, ref, from, to, intervalS, MAX_SURFACES);
+        send(reply, q.format, `surface-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
+        if (q.format === 'json') {
+          return {
+            source: q.source,
+            baseCurrency: q.baseCurrency,
+            quoteCurrency: q.quoteCurrency,
+            volatilityModel: q.volatilityModel,
+            interval: q.interval,
+            from,
+            to,
+            surfaces: docs.map((d) => ({
+              observationTimestamp: d.observationTimestamp,
+              sequence: d.sequence,
+              spotPrice: d.spot,
+              expiries: d.expiries.map((e) => ({ expirationTimestamp: e.expirationTimestamp, T: e.T, forwardPrice: e.forward, parameters: e.parameters })),
+            })),
+          };
+        }
+        const names = [...new Set(docs.flatMap((d) => d.expiries.flatMap((e) => Object.keys(e.parameters))))];
+        const header = ['observationTimestamp', 'sequence', 'spotPrice', 'expirationTimestamp', 'T', 'forwardPrice', ...names];
+        const rows = docs.flatMap((d) => d.expiries.map((e) => [d.observationTimestamp, d.sequence, d.spot, e.expirationTimestamp, e.T, e.forward, ...names.map((n) => e.parameters[n] ?? null)]));
+        if (q.format === 'csv') return csv(header, rows);
+        // Parquet: the same rows through DuckDB (a VALUES table of the rows read above)
+        if (rows.length === 0) return parquet(store, `SELECT ${header.map((h) => `NULL::DOUBLE AS "${h}"`).join(', ')} WHERE false`);
+        const lit = (v: unknown): string => (v === null ? 'NULL' : `'${String(v)}'::DOUBLE`);
+        return parquet(store, `SELECT * FROM (VALUES ${rows.map((r) => `(${r.map(lit).join(',')})`).join(',')}) t(${header.map((h) => `"${h}"`).join(', ')})`);
+      },
+    );
+  };

@@ -1,0 +1,284 @@
+/**
+ * Reads of the history store (src/history/store.ts): the surface, forward curve and funding that were served at a
+ * time (as-of), the kept range, the iVSummary point nearest a time, and the series of the history endpoints.
+ *
+ * As-of rule (issue 24): the latest row published at or before `asOf` (ties: the highest sequence), looked for in
+ * `[asOf - lookbackS, asOf]` only (a surface older than the service's STALE_AFTER_S was not served then: the
+ * service answered 503 stale). Surfaces come back as the Kafka document shape (src/kafka/schemas.ts), so the caller
+ * rebuilds them with the calibrator's own constructors (src/kafka/rebuild.ts): bit-identical inputs, identical
+ * answers.
+ */
+import type { ForwardCurveMessage, SurfaceSnapshotMessage } from '../kafka/schemas.js';
+import { SCHEMA_VERSION } from '../kafka/schemas.js';
+import type { IvSummary, IvSummaryEntry } from '../cache/snapshot.js';
+import type { HistoryStore, Row } from './store.js';
+
+type Ref = { readonly source: string; readonly pair: string };
+
+function splitPair(pair: string): { base: string; quote: string } {
+  const [base, quote] = pair.split('/');
+  return { base: base!, quote: quote! };
+}
+
+function names(s: unknown): string[] {
+  return typeof s === 'string' && s.length > 0 ? s.split(',') : [];
+}
+
+/** The forward-curve document of a stored row. */
+function curveMessage(r: Row): ForwardCurveMessage {
+  const { base, quote } = splitPair(r.pair as string);
+  const ex = r.expiries as number[];
+  const T = r.t as number[];
+  const F = r.forwards as number[];
+  const o = r.origins as string[];
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    source: r.source as ForwardCurveMessage['source'],
+    baseCurrency: base as ForwardCurveMessage['baseCurrency'],
+    quoteCurrency: quote as ForwardCurveMessage['quoteCurrency'],
+    observationTimestamp: r.obs as number,
+    spot: r.spot as number,
+    sequence: r.sequence as number,
+    points: ex.map((e, i) => ({ expirationTimestamp: e, T: T[i]!, forward: F[i]!, origin: o[i] as 'future' | 'option-underlying' })),
+  };
+}
+
+/**
+ * The forward curve served at `asOf` for (source, pair) (`pair` = `BASE/QUOTE`), or null when none was published
+ * in `[asOf - lookbackS, asOf]`.
+ */
+export async function curveAsOf(store: HistoryStore, ref: Ref, asOf: number, lookbackS: number): Promise<ForwardCurveMessage | null> {
+  const rows = await store.query(
+    `SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND obs <= $3 AND obs >= $4 ORDER BY obs DESC, sequence DESC LIMIT 1`,
+    [ref.source, ref.pair, asOf, asOf - lookbackS],
+  );
+  return rows[0] ? curveMessage(rows[0]) : null;
+}
+
+/** The diagnostics object of a fit row, fields in their original order. */
+function diagnosticsOf(f: Row): Record<string, unknown> {
+  const rest = JSON.parse(f.diag_rest as string) as Record<string, unknown>;
+  const order = names(f.diag_names);
+  const values = f.diag_values as number[];
+  const out: Record<string, unknown> = {};
+  let i = 0;
+  for (const k of order) out[k] = k in rest ? rest[k] : values[i++];
+  for (const [k, v] of Object.entries(rest)) if (!(k in out)) out[k] = v;
+  return out;
+}
+
+/** Surface documents of stored surface rows: joins their fits and curves (rows whose curve is missing are left out). */
+async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<SurfaceSnapshotMessage[]> {
+  if (rows.length === 0) return [];
+  const ids = [...new Set(rows.flatMap((r) => r.fit_ids as number[]))];
+  const lo = Math.min(...ids);
+  const hi = Math.max(...ids);
+  const fits = await store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND list_contains($3::BIGINT[], fit_id)`, [lo, hi, `[${ids.join(',')}]`]);
+  const byId = new Map(fits.map((f) => [f.fit_id as number, f]));
+  const curveKeys = rows.map((r) => `('${String(r.source)}','${String(r.pair)}',${Number(r.sequence)},'${String(r.obs)}'::DOUBLE)`);
+  const obsLo = Math.min(...rows.map((r) => r.obs as number));
+  const obsHi = Math.max(...rows.map((r) => r.obs as number));
+  const curves = await store.query(
+    `SELECT c.* FROM forward_curves c JOIN (VALUES ${curveKeys.join(',')}) v(source, pair, sequence, obs) USING (source, pair, sequence, obs)
+     WHERE c.obs BETWEEN $1 AND $2`,
+    [obsLo, obsHi],
+  );
+  const curveOf = new Map(curves.map((c) => [`${String(c.source)}:${String(c.pair)}:${Number(c.sequence)}:${String(c.obs)}`, c]));
+  const out: SurfaceSnapshotMessage[] = [];
+  for (const r of rows) {
+    const c = curveOf.get(`${String(r.source)}:${String(r.pair)}:${Number(r.sequence)}:${String(r.obs)}`);
+    const fitRows = (r.fit_ids as number[]).map((id) => byId.get(id));
+    if (!c || fitRows.some((f) => f === undefined)) continue;
+    const { base, quote } = splitPair(r.pair as string);
+    const ex = r.expiries as number[];
+    const T = r.t as number[];
+    const F = r.forwards as number[];
+    let inputCount = 0;
+    const expiries = ex.map((e, i) => {
+      const f = fitRows[i]!;
+      const pn = names(f.param_names);
+      const pv = f.params as number[];
+      inputCount += f.input_count as number;
+      return {
+        expirationTimestamp: e,
+        T: T[i]!,
+        forward: F[i]!,
+        parameters: Object.fromEntries(pn.map((k, j) => [k, pv[j]!])),
+        diagnostics: diagnosticsOf(f) as SurfaceSnapshotMessage['expiries'][number]['diagnostics'],
+        inputCount: f.input_count as number,
+      };
+    });
+    let arbitrage: SurfaceSnapshotMessage['arbitrage'];
+    if (typeof r.arbitrage === 'string') {
+      const a = JSON.parse(r.arbitrage) as Record<string, unknown>;
+      const cn = names(r.count_names);
+      const cv = r.count_values as number[];
+      a.counts = Object.fromEntries(cn.map((k, j) => [k, cv[j]!]));
+      arbitrage = a as SurfaceSnapshotMessage['arbitrage'];
+    }
+    out.push({
+      schemaVersion: SCHEMA_VERSION,
+      source: r.source as SurfaceSnapshotMessage['source'],
+      baseCurrency: base as SurfaceSnapshotMessage['baseCurrency'],
+      quoteCurrency: quote as SurfaceSnapshotMessage['quoteCurrency'],
+      volatilityModel: r.model as SurfaceSnapshotMessage['volatilityModel'],
+      observationTimestamp: r.obs as number,
+      spot: r.spot as number,
+      sequence: r.sequence as number,
+      calibrationMs: r.calibration_ms as number,
+      inputCount,
+      forwardCurve: curveMessage(c).points,
+      expiries,
+      ...(arbitrage ? { arbitrage } : {}),
+      ...(typeof r.skipped === 'string' ? { skipped: JSON.parse(r.skipped) as SurfaceSnapshotMessage['skipped'] } : {}),
+    });
+  }
+  return out;
+}
+
+/**
+ * The surface document served at `asOf` for (source, pair, model), or null when none was published in
+ * `[asOf - lookbackS, asOf]`.
+ */
+export async function surfaceAsOf(store: HistoryStore, ref: Ref & { readonly model: string }, asOf: number, lookbackS: number): Promise<SurfaceSnapshotMessage | null> {
+  const rows = await store.query(
+    `SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND obs <= $4 AND obs >= $5 ORDER BY obs DESC, sequence DESC LIMIT 1`,
+    [ref.source, ref.pair, ref.model, asOf, asOf - lookbackS],
+  );
+  return (await surfaceMessages(store, rows))[0] ?? null;
+}
+
+/** Observation times of the oldest and newest stored surface (Unix s), or null for an empty store. */
+export async function keptRange(store: HistoryStore): Promise<{ from: number; to: number } | null> {
+  const r = (await store.query('SELECT min(obs) AS lo, max(obs) AS hi FROM surfaces'))[0];
+  return r && typeof r.lo === 'number' ? { from: r.lo, to: r.hi as number } : null;
+}
+
+function summaryEntry(r: Row): IvSummaryEntry {
+  return Object.freeze({
+    expirationTimestamp: r.expiry as number,
+    ...(r.const_mat ? { constMat: r.const_mat as NonNullable<IvSummaryEntry['constMat']> } : {}),
+    atmVol: r.atm_vol as number | null,
+    delta25Skew: r.delta25_skew as number | null,
+    delta10Skew: r.delta10_skew as number | null,
+    delta25Bfly: r.delta25_bfly as number | null,
+    delta10Bfly: r.delta10_bfly as number | null,
+  });
+}
+
+/**
+ * The stored iVSummary point of (source, pair, model) nearest to `targetS` within `toleranceS` (ties: the earlier),
+ * or null: src/cache/history.ts's rule for the 24 h changes, among the points its in-memory history keeps (the
+ * first of each `bucketS` bucket, default the store's own), so that an as-of answer measures its changes against
+ * the point the live answer used.
+ */
+export async function summaryNearest(
+  store: HistoryStore,
+  ref: Ref & { readonly model: string },
+  targetS: number,
+  toleranceS: number,
+  bucketS = 1,
+): Promise<IvSummary | null> {
+  const lo = Math.floor((targetS - toleranceS) / bucketS) * bucketS;
+  const rows = await store.query(
+    `WITH b AS (SELECT DISTINCT obs, sequence FROM iv_summary WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5),
+     f AS (SELECT obs, sequence FROM b QUALIFY row_number() OVER (PARTITION BY floor(obs / $7) ORDER BY obs, sequence) = 1),
+     p AS (SELECT obs, sequence FROM f WHERE abs(obs - $6) <= $8 ORDER BY abs(obs - $6), obs LIMIT 1)
+     SELECT s.* FROM iv_summary s JOIN p USING (obs, sequence) WHERE s.source = $1 AND s.pair = $2 AND s.model = $3 ORDER BY s.expiry`,
+    [ref.source, ref.pair, ref.model, lo, targetS + toleranceS, targetS, bucketS, toleranceS],
+  );
+  if (rows.length === 0) return null;
+  return Object.freeze({
+    observationTimestamp: rows[0]!.obs as number,
+    listed: Object.freeze(rows.filter((r) => r.const_mat === null).map(summaryEntry)),
+    constMat: Object.freeze(rows.filter((r) => r.const_mat !== null).map(summaryEntry)),
+  });
+}
+
+/** Every stored iVSummary point of (source, pair, model) in [fromS, toS], oldest first (restoring the 24 h history). */
+export async function summariesBetween(store: HistoryStore, ref: Ref & { readonly model: string }, fromS: number, toS: number): Promise<IvSummary[]> {
+  const rows = await store.query(
+    `SELECT * FROM iv_summary WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5 ORDER BY obs, sequence, expiry`,
+    [ref.source, ref.pair, ref.model, fromS, toS],
+  );
+  const out: IvSummary[] = [];
+  let cur: Row[] = [];
+  const emit = (): void => {
+    if (cur.length === 0) return;
+    out.push(
+      Object.freeze({
+        observationTimestamp: cur[0]!.obs as number,
+        listed: Object.freeze(cur.filter((r) => r.const_mat === null).map(summaryEntry)),
+        constMat: Object.freeze(cur.filter((r) => r.const_mat !== null).map(summaryEntry)),
+      }),
+    );
+    cur = [];
+  };
+  for (const r of rows) {
+    if (cur.length > 0 && (cur[0]!.obs !== r.obs || cur[0]!.sequence !== r.sequence)) emit();
+    cur.push(r);
+  }
+  emit();
+  return out;
+}
+
+/** The (source, pair, model) keys that have iVSummary points. */
+export async function summaryKeys(store: HistoryStore): Promise<Array<{ source: string; pair: string; model: string }>> {
+  const rows = await store.query('SELECT DISTINCT source, pair, model FROM iv_summary');
+  return rows.map((r) => ({ source: r.source as string, pair: r.pair as string, model: r.model as string }));
+}
+
+/** Funding points of (source, instrument) settled in [startS, endS], newest first, at most `limit`. */
+export async function fundingBetween(store: HistoryStore, source: string, instrumentId: string, startS: number, endS: number, limit: number): Promise<Array<{ interest: number; timestamp: number }>> {
+  const rows = await store.query(
+    `SELECT interest, timestamp FROM funding WHERE source = $1 AND instrument_id = $2 AND timestamp BETWEEN $3 AND $4 ORDER BY timestamp DESC LIMIT $5`,
+    [source, instrumentId, startS, endS, limit],
+  );
+  return rows.map((r) => ({ interest: r.interest as number, timestamp: r.timestamp as number }));
+}
+
+/** Funding instruments of `source` with the points settled at or before `asOf`. */
+export async function fundingInstrumentsAsOf(store: HistoryStore, source: string, asOf: number): Promise<Row[]> {
+  return store.query(
+    `SELECT instrument_id, base, quote, any_value(interval_hours) AS interval_hours, count(*) AS points, min(timestamp) AS first_ts, max(timestamp) AS last_ts
+     FROM funding WHERE source = $1 AND timestamp <= $2 GROUP BY instrument_id, base, quote ORDER BY instrument_id`,
+    [source, asOf],
+  );
+}
+
+/** SQL text of a string literal. */
+function lit(s: string): string {
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+/** SQL text of a finite number (exact). @throws RangeError for a non-finite one */
+function num(x: number): string {
+  if (!Number.isFinite(x)) throw new RangeError(`not a finite number: ${x}`);
+  return `'${String(x)}'::DOUBLE`;
+}
+
+/**
+ * SQL of the constant-maturity iVSummary series of a key over [fromS, toS]: one point per `intervalS` (the first
+ * stored point of each), every constant maturity or just `constMat`, ordered by time and label. Literal SQL (no
+ * parameters) so that the same text serves a query and a COPY ... TO Parquet.
+ */
+export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, constMat: string | null): string {
+  const key = `source = ${lit(ref.source)} AND pair = ${lit(ref.pair)} AND model = ${lit(ref.model)}`;
+  return `WITH pts AS (
+       SELECT obs, sequence FROM (SELECT DISTINCT obs, sequence FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)})
+       QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
+     SELECT s.obs AS observation_timestamp, s.sequence, s.const_mat, s.expiry, s.atm_vol, s.delta25_skew, s.delta10_skew, s.delta25_bfly, s.delta10_bfly
+     FROM iv_summary s JOIN pts USING (obs, sequence)
+     WHERE ${key.replaceAll('source', 's.source').replaceAll('pair', 's.pair').replaceAll('model', 's.model')} AND s.const_mat IS NOT NULL${constMat ? ` AND s.const_mat = ${lit(constMat)}` : ''}
+     ORDER BY s.obs, s.const_mat`;
+}
+
+/** The surface parameters series of a key over [fromS, toS]: one surface per `intervalS` (the first of each), as documents. */
+export async function surfaceSeries(store: HistoryStore, ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, limit: number): Promise<SurfaceSnapshotMessage[]> {
+  const rows = await store.query(
+    `SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5
+     QUALIFY row_number() OVER (PARTITION BY floor(obs / $6) ORDER BY obs, sequence) = 1 ORDER BY obs LIMIT $7`,
+    [ref.source, ref.pair, ref.model, fromS, toS, intervalS, limit],
+  );
+  return surfaceMessages(store, rows);
+}

@@ -1,0 +1,323 @@
+/**
+ * HistoryStore: the embedded time-series database of everything the service served (issue 24; docs/operations.md
+ * "History"), a DuckDB file (`@duckdb/node-api`, whose npm package ships the engine: no server to run).
+ *
+ * Why DuckDB: a columnar engine made for analytical scans over time (the series endpoints read months of rows by
+ * time range), with light-weight compression per column (ALP for doubles, dictionary for repeated strings,
+ * bit-packing for integers), zone maps on every column (rows are appended in time order, so a time range prunes
+ * whole row groups without an index), a write-ahead log (a committed batch survives `kill -9`; an uncommitted one
+ * is rolled back on reopen, the file is never left half-written), and Parquet export built in (COPY ... TO).
+ * SQLite would need a row per double or blobs we encode ourselves, and no Parquet.
+ *
+ * Tables (one row per published object; times are Unix seconds, DOUBLE):
+ * - `surfaces`: one per published surface snapshot of (source, pair, model): sequence, observation time, spot,
+ *   calibration time, its expiries' (expiry, T, forward) as lists, the ids of their fits in `fits`, the no-arbitrage
+ *   status (JSON without the counts, which go into an integer list), skipped expiries (JSON), and `tier` (1 for the
+ *   first snapshot of each HISTORY_BUCKET_S bucket of observation time per key: kept for the whole retention; 0:
+ *   kept HISTORY_FULL_H).
+ * - `fits`: one per distinct fit of one expiry (parameters and diagnostics); a snapshot that confirmed a fit refers
+ *   to the same row, so an unchanged fit is stored once. Diagnostics are split into their numeric fields (a list of
+ *   doubles under a list of names, both compressed) and the rest (JSON, mostly repeated texts).
+ * - `forward_curves`: one per published forward curve (the curve of a surface is the one with the same
+ *   (source, pair, sequence, observation time): the calibrator stamps both with one sequence).
+ * - `iv_summary`: the iVSummary figures (ATM, 25/10-delta risk reversal and butterfly) of every tier-1 surface,
+ *   per listed expiry and constant maturity: the series endpoints and the 24 h changes read them.
+ * - `funding`: every funding point, unique by (source, instrument, timestamp).
+ *
+ * Numbers cross into SQL as their shortest round-trip decimal text (ECMA-262 Number::toString) cast to DOUBLE by
+ * DuckDB's correctly-rounded parser, so every double reads back bit-identical (test/history/store.test.ts).
+ * Every write is one transaction; queries run on DuckDB's own threads (the event loop only builds the SQL text).
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+
+/** One surface row (see module docstring). */
+export interface SurfaceRow {
+  readonly source: string;
+  /** `BASE/QUOTE`. */
+  readonly pair: string;
+  readonly model: string;
+  readonly sequence: number;
+  /** Observation time, Unix s. */
+  readonly obs: number;
+  readonly tier: 0 | 1;
+  readonly spot: number;
+  readonly calibrationMs: number;
+  readonly expiries: readonly number[];
+  readonly T: readonly number[];
+  readonly forwards: readonly number[];
+  readonly fitIds: readonly number[];
+  /** JSON of the arbitrage status without `counts` (null when absent). */
+  readonly arbitrage: string | null;
+  /** Names and values of `arbitrage.counts`. */
+  readonly countNames: string;
+  readonly countValues: readonly number[];
+  /** JSON of `skipped` (null when absent). */
+  readonly skipped: string | null;
+}
+
+/** One fit row. */
+export interface FitRow {
+  readonly fitId: number;
+  readonly source: string;
+  readonly pair: string;
+  readonly model: string;
+  readonly expiry: number;
+  /** Observation time of the first snapshot that served it, Unix s. */
+  readonly obs: number;
+  readonly inputCount: number;
+  /** Parameter names, comma-separated in order. */
+  readonly paramNames: string;
+  readonly params: readonly number[];
+  /** Names of every diagnostic field, comma-separated in order (the finite numeric ones take their values from diagValues in turn). */
+  readonly diagNames: string;
+  readonly diagValues: readonly number[];
+  /** JSON of every other diagnostic field. */
+  readonly diagRest: string;
+}
+
+/** One forward-curve row. */
+export interface CurveRow {
+  readonly source: string;
+  readonly pair: string;
+  readonly sequence: number;
+  readonly obs: number;
+  readonly tier: 0 | 1;
+  readonly spot: number;
+  readonly expiries: readonly number[];
+  readonly T: readonly number[];
+  readonly forwards: readonly number[];
+  readonly origins: readonly string[];
+}
+
+/** One iVSummary figure row (a listed expiry when constMat is null). */
+export interface IvSummaryRow {
+  readonly source: string;
+  readonly pair: string;
+  readonly model: string;
+  readonly sequence: number;
+  readonly obs: number;
+  readonly constMat: string | null;
+  readonly expiry: number;
+  readonly atmVol: number | null;
+  readonly delta25Skew: number | null;
+  readonly delta10Skew: number | null;
+  readonly delta25Bfly: number | null;
+  readonly delta10Bfly: number | null;
+}
+
+/** One funding point. */
+export interface FundingRow {
+  readonly source: string;
+  readonly instrumentId: string;
+  readonly timestamp: number;
+  readonly interest: number;
+  readonly base: string;
+  readonly quote: string;
+  readonly intervalHours: number;
+}
+
+/** What one write commits. */
+export interface HistoryBatch {
+  surfaces: SurfaceRow[];
+  fits: FitRow[];
+  curves: CurveRow[];
+  ivSummary: IvSummaryRow[];
+  funding: FundingRow[];
+}
+
+/** An empty batch. */
+export function emptyBatch(): HistoryBatch {
+  return { surfaces: [], fits: [], curves: [], ivSummary: [], funding: [] };
+}
+
+/** Rows in a batch. */
+export function batchSize(b: HistoryBatch): number {
+  return b.surfaces.length + b.fits.length + b.curves.length + b.ivSummary.length + b.funding.length;
+}
+
+const DDL = [
+  `CREATE TABLE IF NOT EXISTS surfaces (source VARCHAR, pair VARCHAR, model VARCHAR, sequence BIGINT, obs DOUBLE, tier UTINYINT,
+     spot DOUBLE, calibration_ms DOUBLE, expiries DOUBLE[], t DOUBLE[], forwards DOUBLE[], fit_ids BIGINT[],
+     arbitrage VARCHAR, count_names VARCHAR, count_values BIGINT[], skipped VARCHAR)`,
+  `CREATE TABLE IF NOT EXISTS fits (fit_id BIGINT, source VARCHAR, pair VARCHAR, model VARCHAR, expiry DOUBLE, obs DOUBLE,
+     input_count INTEGER, param_names VARCHAR, params DOUBLE[], diag_names VARCHAR, diag_values DOUBLE[], diag_rest VARCHAR)`,
+  `CREATE TABLE IF NOT EXISTS forward_curves (source VARCHAR, pair VARCHAR, sequence BIGINT, obs DOUBLE, tier UTINYINT, spot DOUBLE,
+     expiries DOUBLE[], t DOUBLE[], forwards DOUBLE[], origins VARCHAR[])`,
+  `CREATE TABLE IF NOT EXISTS iv_summary (source VARCHAR, pair VARCHAR, model VARCHAR, sequence BIGINT, obs DOUBLE, const_mat VARCHAR,
+     expiry DOUBLE, atm_vol DOUBLE, delta25_skew DOUBLE, delta10_skew DOUBLE, delta25_bfly DOUBLE, delta10_bfly DOUBLE)`,
+  `CREATE TABLE IF NOT EXISTS funding (source VARCHAR, instrument_id VARCHAR, timestamp DOUBLE, interest DOUBLE, base VARCHAR,
+     quote VARCHAR, interval_hours DOUBLE, PRIMARY KEY (source, instrument_id, timestamp))`,
+];
+
+/** SQL text of a string literal. */
+function str(s: string | null): string {
+  return s === null ? 'NULL' : `'${s.replaceAll("'", "''")}'`;
+}
+
+/** SQL text of a double (exact: shortest round-trip digits parsed by DuckDB); NULL for null and non-finite. */
+function dbl(x: number | null): string {
+  return x === null || !Number.isFinite(x) ? 'NULL' : `'${String(x)}'::DOUBLE`;
+}
+
+/** SQL text of a list of doubles (non-finite values are not expected: callers filter them). */
+function dblList(xs: readonly number[]): string {
+  return `'[${xs.map((x) => String(x)).join(',')}]'::DOUBLE[]`;
+}
+
+function intList(xs: readonly number[]): string {
+  return `'[${xs.map((x) => String(Math.trunc(x))).join(',')}]'::BIGINT[]`;
+}
+
+function strList(xs: readonly string[]): string {
+  return `[${xs.map(str).join(',')}]::VARCHAR[]`;
+}
+
+/** A row read back: column name -> JS value (lists as arrays, BIGINT as number). */
+export type Row = Record<string, unknown>;
+
+function toJs(v: unknown): unknown {
+  if (typeof v === 'bigint') return Number(v);
+  if (Array.isArray(v)) return v.map(toJs);
+  return v;
+}
+
+/**
+ * The store. Open with {@link HistoryStore.open}; every method may throw what DuckDB throws (I/O errors, a file
+ * locked by another process).
+ */
+export class HistoryStore {
+  private writing: Promise<void> = Promise.resolve();
+  private nextFitId = 1;
+  private closed = false;
+
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly conn: DuckDBConnection,
+    /** The database file's path (`:memory:` for a store in memory). */
+    readonly path: string,
+  ) {}
+
+  /**
+   * Open (creating when missing) the database at `path` (`:memory:` for tests and tools).
+   * @param memoryLimit DuckDB's memory limit, e.g. `64MB` (the service's resident-memory budget)
+   * @throws Error when the file cannot be opened (held by another process, unreadable, not a DuckDB file)
+   */
+  static async open(path: string, opts: { memoryLimit?: string; threads?: number } = {}): Promise<HistoryStore> {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const instance = await DuckDBInstance.create(path, {
+      threads: String(opts.threads ?? 1),
+      memory_limit: opts.memoryLimit ?? '96MB',
+    });
+    const conn = await instance.connect();
+    for (const sql of DDL) await conn.run(sql);
+    const store = new HistoryStore(instance, conn, path);
+    const r = await store.query('SELECT coalesce(max(fit_id), 0) AS m FROM fits');
+    store.nextFitId = Number(r[0]?.m ?? 0) + 1;
+    return store;
+  }
+
+  /** A fresh fit id (unique over the file's life). */
+  newFitId(): number {
+    return this.nextFitId++;
+  }
+
+  /** Run a read query with positional parameters ($1, $2...); rows as plain JS objects. */
+  async query(sql: string, params: Array<string | number | boolean | null> = []): Promise<Row[]> {
+    const reader = await this.conn.runAndReadAll(sql, params as never);
+    return reader.getRowObjectsJS().map((r) => {
+      const o: Row = {};
+      for (const [k, v] of Object.entries(r)) o[k] = toJs(v);
+      return o;
+    });
+  }
+
+  /** Run a statement (DDL, COPY, DELETE, CHECKPOINT); resolves to the rows it changed. */
+  async run(sql: string, params: Array<string | number | boolean | null> = []): Promise<number> {
+    const r = await this.conn.run(sql, params as never);
+    return Number(r.rowsChanged);
+  }
+
+  /**
+   * Run `fn` inside one transaction, after every write or transaction given before it (they are serialized on the
+   * store's one connection); committed when `fn` resolves, rolled back when it throws.
+   * @throws what `fn` or DuckDB throws
+   */
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    return this.serialized(async () => {
+      await this.conn.run('BEGIN TRANSACTION');
+      try {
+        const out = await fn();
+        await this.conn.run('COMMIT');
+        return out;
+      } catch (err) {
+        await this.conn.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  /** Run `fn` after every write or transaction given before it, outside a transaction (CHECKPOINT, COPY). */
+  serialized<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.writing.then(() => {
+      if (this.closed) throw new Error('history store is closed');
+      return fn();
+    });
+    this.writing = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    return next;
+  }
+
+  /**
+   * Commit `batch` in one transaction, after every write given before it (writes are serialized).
+   * @throws whatever DuckDB throws; the transaction is then rolled back (nothing of the batch is kept)
+   */
+  write(batch: HistoryBatch): Promise<void> {
+    if (batchSize(batch) === 0) return Promise.resolve();
+    return this.transaction(() => this.writeNow(batch));
+  }
+
+  /** Resolves when every write given so far is committed (or failed). */
+  settled(): Promise<void> {
+    return this.writing;
+  }
+
+  private async writeNow(b: HistoryBatch): Promise<void> {
+    const statements: string[] = [];
+    const chunk = <T>(rows: readonly T[], head: string, fmt: (r: T) => string): void => {
+      for (let i = 0; i < rows.length; i += 500) statements.push(`${head} VALUES ${rows.slice(i, i + 500).map(fmt).join(',')}`);
+    };
+    chunk(b.fits, 'INSERT INTO fits', (f) =>
+      `(${f.fitId},${str(f.source)},${str(f.pair)},${str(f.model)},${dbl(f.expiry)},${dbl(f.obs)},${f.inputCount},${str(f.paramNames)},${dblList(f.params)},${str(f.diagNames)},${dblList(f.diagValues)},${str(f.diagRest)})`,
+    );
+    chunk(b.curves, 'INSERT INTO forward_curves', (c) =>
+      `(${str(c.source)},${str(c.pair)},${c.sequence},${dbl(c.obs)},${c.tier},${dbl(c.spot)},${dblList(c.expiries)},${dblList(c.T)},${dblList(c.forwards)},${strList(c.origins)})`,
+    );
+    chunk(b.surfaces, 'INSERT INTO surfaces', (s) =>
+      `(${str(s.source)},${str(s.pair)},${str(s.model)},${s.sequence},${dbl(s.obs)},${s.tier},${dbl(s.spot)},${dbl(s.calibrationMs)},${dblList(s.expiries)},${dblList(s.T)},${dblList(s.forwards)},${intList(s.fitIds)},${str(s.arbitrage)},${str(s.countNames)},${intList(s.countValues)},${str(s.skipped)})`,
+    );
+    chunk(b.ivSummary, 'INSERT INTO iv_summary', (r) =>
+      `(${str(r.source)},${str(r.pair)},${str(r.model)},${r.sequence},${dbl(r.obs)},${str(r.constMat)},${dbl(r.expiry)},${dbl(r.atmVol)},${dbl(r.delta25Skew)},${dbl(r.delta10Skew)},${dbl(r.delta25Bfly)},${dbl(r.delta10Bfly)})`,
+    );
+    chunk(b.funding, 'INSERT OR IGNORE INTO funding', (f) =>
+      `(${str(f.source)},${str(f.instrumentId)},${dbl(f.timestamp)},${dbl(f.interest)},${str(f.base)},${str(f.quote)},${dbl(f.intervalHours)})`,
+    );
+    for (const sql of statements) await this.conn.run(sql);
+  }
+
+  /** Wait for pending writes, checkpoint the WAL into the file and close. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.settled();
+    this.closed = true;
+    try {
+      await this.conn.run('CHECKPOINT');
+    } finally {
+      this.conn.closeSync();
+      this.instance.closeSync();
+    }
+  }
+}

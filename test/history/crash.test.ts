@@ -1,0 +1,115 @@
+/**
+ * The history store through a crash (issue 24): the service, in a child process, writes its history while a client
+ * reads surfaces; it is killed with SIGKILL in the middle of its writes. The file then opens (nothing corrupt), holds
+ * every surface served more than HISTORY_FLUSH_MS (+ the commit's own time) before the kill, and a service restarted
+ * on it goes on: it answers as-of queries of the time before the crash with the very answers given then.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it } from 'vitest';
+import { HistoryStore } from '../../src/history/store.js';
+import { surfaceAsOf } from '../../src/history/reads.js';
+import { http, waitFor } from '../helpers/service.js';
+import { simStartEnv } from '../helpers/simClock.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'history-crash-'));
+const children: ChildProcess[] = [];
+const FLUSH_MS = 1000;
+
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function startChild(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      ...simStartEnv(),
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_PRETTY: 'false',
+      SOURCES: 'DERIBIT',
+      PAIRS: 'DERIBIT:BTC/USD',
+      SIM_HISTORY_HOURS: '0',
+      SIMULATOR_PROCESS: 'inprocess',
+      CALIBRATION_THROTTLE_MS: '150',
+      HISTORY_DIR: dir,
+      HISTORY_FLUSH_MS: String(FLUSH_MS),
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  const lines: string[] = [];
+  child.stderr!.on('data', (d: Buffer) => lines.push(d.toString('utf8')));
+  const url = await new Promise<string>((resolve, reject) => {
+    const guard = setTimeout(() => reject(new Error(`child did not listen within 120 s:\n${lines.join('').slice(-3000)}`)), 120_000);
+    child.on('exit', (code) => reject(new Error(`child exited with ${code}:\n${lines.join('').slice(-3000)}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      try {
+        const j = JSON.parse(line) as { url?: string };
+        if (j.url?.startsWith('http://')) {
+          clearTimeout(guard);
+          resolve(j.url);
+        }
+      } catch {
+        /* not JSON */
+      }
+    });
+  });
+  await waitFor(async () => (await http('GET', `${url}/ready`)).status === 200, 60_000, '/ready 200');
+  return { url, child };
+}
+
+const surfacePath = '/api/v1/global/data/surface?source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD&volatilityModel=SVI';
+
+describe('history through kill -9', () => {
+  it('loses at most the last flush, opens, and a restarted service answers the time before the crash', async () => {
+    const first = await startChild();
+    const served: Array<{ atMs: number; body: any }> = [];
+    const until = Date.now() + 5000;
+    while (Date.now() < until) {
+      const r = await http('GET', `${first.url}${surfacePath}`);
+      if (r.status === 200 && served.at(-1)?.body.sequence !== r.body.sequence) served.push({ atMs: Date.now(), body: r.body });
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    const exited = new Promise((r) => first.child.once('exit', r));
+    first.child.kill('SIGKILL');
+    const killedAtMs = Date.now();
+    await exited;
+    expect(served.length).toBeGreaterThan(5);
+
+    const store = await HistoryStore.open(join(dir, 'history.duckdb'));
+    let lostNewestMs = 0;
+    for (const s of served) {
+      const m = await surfaceAsOf(store, { source: 'DERIBIT', pair: 'BTC/USD', model: 'SVI' }, s.body.observationTimestamp, 30);
+      const kept = m?.sequence === s.body.sequence;
+      if (!kept) lostNewestMs = Math.max(lostNewestMs, killedAtMs - s.atMs);
+      // everything served a flush interval (and the commit's time) before the kill was committed
+      if (killedAtMs - s.atMs > FLUSH_MS + 500) expect(kept, `sequence ${s.body.sequence} served ${killedAtMs - s.atMs} ms before the kill`).toBe(true);
+    }
+    console.log(`kill -9: ${served.length} surfaces served; the oldest one lost was served ${lostNewestMs} ms before the kill`);
+    await store.close();
+
+    const second = await startChild();
+    const old = served[Math.floor(served.length / 2)]!.body;
+    const r = await http('GET', `${second.url}${surfacePath}&asOf=${old.observationTimestamp}`);
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
+    expect(r.body).toEqual(old);
+    // and it goes on recording: what it serves now is answered again as of its time
+    const now = (await http('GET', `${second.url}${surfacePath}`)).body;
+    expect(now.observationTimestamp).toBeGreaterThan(old.observationTimestamp);
+    const again = await http('GET', `${second.url}${surfacePath}&asOf=${now.observationTimestamp}`);
+    expect(again.body).toEqual(now);
+    const exited2 = new Promise((r2) => second.child.once('exit', r2));
+    second.child.kill('SIGTERM');
+    await exited2;
+  }, 240_000);
+});
