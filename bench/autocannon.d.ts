@@ -12,6 +12,8 @@ declare module 'autocannon' {
     overallRate?: number;
     timeout?: number;
     workers?: number;
+    /** Request templates; `setupRequest` may rewrite each request before it is sent (e.g. a new query). */
+    requests?: Array<{ method?: 'GET' | 'POST'; path?: string; body?: string; headers?: Record<string, string>; setupRequest?: (req: { path?: string; body?: string; method?: string }) => { path?: string; body?: string; method?: string } }>;
   }
   interface Histogram {
     average: number;

@@ -7,7 +7,9 @@
  * Sections (bench/<section>.ts): ingest, calibration, quality (bench/calibrationQuality.ts: fit quality on the
  * real chains against the reference fits), rest, freshness, reconnect, memory, streaming (the WebSocket API with
  * 1, 100 and 1,000 clients; BENCH_ONLY=streaming runs it alone), live-rate (bench/liveRate.ts, issue 22: the service
- * alone, live against a Deribit-protocol server at 1x, 5x and 10x the simulated rate; BENCH_LIVE_RATES).
+ * alone, live against a Deribit-protocol server at 1x, 5x and 10x the simulated rate; BENCH_LIVE_RATES), history
+ * (bench/history.ts, issue 24: the store's write cost and bytes per day, as-of vanilla, 30 days of series, restart;
+ * BENCH_HISTORY_WINDOW_S, BENCH_HISTORY_DAYS).
  * Environment:
  * - BENCH_QUICK=1: short runs (a smoke check; figures indicative only);
  * - BENCH_ONLY=ingest,calibration,...: run only these sections;
@@ -31,9 +33,10 @@ import { runMemory } from './memory.js';
 import { runRest } from './rest.js';
 import { runReconnect } from './reconnect.js';
 import { runStreaming } from './streaming.js';
+import { runHistory } from './history.js';
 import { QUICK, machine, sig, table, type BenchRow } from './lib.js';
 
-const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'live-rate', 'reconnect', 'memory', 'streaming'] as const;
+const SECTIONS = ['ingest', 'calibration', 'quality', 'rest', 'freshness', 'live-rate', 'reconnect', 'memory', 'streaming', 'history'] as const;
 
 async function main(): Promise<void> {
   const only = (process.env.BENCH_ONLY ?? '').split(',').map((s) => s.trim()).filter(Boolean);
@@ -54,7 +57,7 @@ async function main(): Promise<void> {
       else if (s === 'quality') quality = runCalibrationQuality();
       else {
         const r =
-          s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'live-rate' ? await runLiveRate() : s === 'reconnect' ? await runReconnect() : s === 'streaming' ? await runStreaming() : await runMemory();
+          s === 'rest' ? await runRest() : s === 'freshness' ? await runFreshness() : s === 'live-rate' ? await runLiveRate() : s === 'reconnect' ? await runReconnect() : s === 'streaming' ? await runStreaming() : s === 'history' ? await runHistory() : await runMemory();
         rows.push(...r.rows);
         notes.push(...r.notes);
       }

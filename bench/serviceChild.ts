@@ -9,7 +9,8 @@
  * SIMULATOR_PROCESS=separate, the default); answers `{type: 'stats'}` with its memory and CPU usage
  * (process.cpuUsage, µs: the service's threads, its calibration workers included; and the main thread's event-loop
  * utilization, performance.eventLoopUtilization), feed counters, the
- * simulator process's own figures and the calibration pool's. Stops on SIGTERM.
+ * simulator process's own figures, the calibration pool's and the history recorder's (src/history/recorder.ts). Stops on
+ * SIGTERM.
  */
 import { performance } from 'node:perf_hooks';
 import { pino } from 'pino';
@@ -52,6 +53,7 @@ async function main(): Promise<void> {
           simulator: svc.simulator?.stats() ?? null,
           simulatorProcess: simProcess,
           pool: svc.calibration.stats(),
+          history: svc.history.recorder ? { ...svc.history.recorder.stats } : null,
         }),
       (err: Error) => process.send!({ type: 'stats', ...mine, feeds: svc.feeds.map((f) => f.stats()), surfaces: svc.cache.allSurfaces().length, error: err.message }),
     );

@@ -204,6 +204,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
     registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry, stream?.registry].filter((r) => r !== undefined && r !== null),
     // the pool is made just below (a scrape reads it later); an API replica fits nothing
     ...(config.ROLE === 'api' ? {} : { calibrationPool: () => pool.stats() }),
+    history: () => serviceHistory.recorder?.stats ?? null,
     market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
   });
   const seenPairs = new Set<string>();

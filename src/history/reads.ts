@@ -10,8 +10,8 @@
  */
 import type { ForwardCurveMessage, SurfaceSnapshotMessage } from '../kafka/schemas.js';
 import { SCHEMA_VERSION } from '../kafka/schemas.js';
-import type { IvSummary, IvSummaryEntry } from '../cache/snapshot.js';
-import type { HistoryStore, Row } from './store.js';
+import type { IvSummary } from '../cache/snapshot.js';
+import { IV_CONST_MATS, ivColumn, type HistoryStore, type Row } from './store.js';
 
 type Ref = { readonly source: string; readonly pair: string };
 
@@ -58,12 +58,10 @@ export async function curveAsOf(store: HistoryStore, ref: Ref, asOf: number, loo
 /** The diagnostics object of a fit row, fields in their original order. */
 function diagnosticsOf(f: Row): Record<string, unknown> {
   const rest = JSON.parse(f.diag_rest as string) as Record<string, unknown>;
-  const order = names(f.diag_names);
-  const values = f.diag_values as number[];
+  if (typeof f.diag_warnings === 'string') rest.warnings = JSON.parse(f.diag_warnings);
   const out: Record<string, unknown> = {};
   let i = 0;
-  for (const k of order) out[k] = k in rest ? rest[k] : values[i++];
-  for (const [k, v] of Object.entries(rest)) if (!(k in out)) out[k] = v;
+  for (const k of names(f.diag_names)) out[k] = k in rest ? rest[k] : f[`d${i++}`];
   return out;
 }
 
@@ -97,7 +95,7 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
     const expiries = ex.map((e, i) => {
       const f = fitRows[i]!;
       const pn = names(f.param_names);
-      const pv = f.params as number[];
+      const pv = pn.map((_, j) => f[`p${j}`] as number);
       inputCount += f.input_count as number;
       return {
         expirationTimestamp: e,
@@ -154,15 +152,24 @@ export async function keptRange(store: HistoryStore): Promise<{ from: number; to
   return r && typeof r.lo === 'number' ? { from: r.lo, to: r.hi as number } : null;
 }
 
-function summaryEntry(r: Row): IvSummaryEntry {
+/** The IvSummary of a wide iv_summary row (store.ts: constant maturities as columns, listed expiries as lists). */
+function summaryOf(r: Row): IvSummary {
+  const fig = (get: (stem: string) => unknown) => ({
+    atmVol: get('atm') as number | null,
+    delta25Skew: get('rr25') as number | null,
+    delta10Skew: get('rr10') as number | null,
+    delta25Bfly: get('bf25') as number | null,
+    delta10Bfly: get('bf10') as number | null,
+  });
+  const listedExp = (r.listed_exp as number[]) ?? [];
   return Object.freeze({
-    expirationTimestamp: r.expiry as number,
-    ...(r.const_mat ? { constMat: r.const_mat as NonNullable<IvSummaryEntry['constMat']> } : {}),
-    atmVol: r.atm_vol as number | null,
-    delta25Skew: r.delta25_skew as number | null,
-    delta10Skew: r.delta10_skew as number | null,
-    delta25Bfly: r.delta25_bfly as number | null,
-    delta10Bfly: r.delta10_bfly as number | null,
+    observationTimestamp: r.obs as number,
+    listed: Object.freeze(listedExp.map((e, i) => Object.freeze({ expirationTimestamp: e, ...fig((stem) => (r[`listed_${stem}`] as Array<number | null>)[i] ?? null) }))),
+    constMat: Object.freeze(
+      IV_CONST_MATS.filter((l) => typeof r[ivColumn('exp', l)] === 'number').map((l) =>
+        Object.freeze({ expirationTimestamp: r[ivColumn('exp', l)] as number, constMat: l, ...fig((stem) => r[ivColumn(stem, l)] ?? null) }),
+      ),
+    ),
   });
 }
 
@@ -181,45 +188,24 @@ export async function summaryNearest(
 ): Promise<IvSummary | null> {
   const lo = Math.floor((targetS - toleranceS) / bucketS) * bucketS;
   const rows = await store.query(
-    `WITH b AS (SELECT DISTINCT obs, sequence FROM iv_summary WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5),
-     f AS (SELECT obs, sequence FROM b QUALIFY row_number() OVER (PARTITION BY floor(obs / $7) ORDER BY obs, sequence) = 1),
-     p AS (SELECT obs, sequence FROM f WHERE abs(obs - $6) <= $8 ORDER BY abs(obs - $6), obs LIMIT 1)
-     SELECT s.* FROM iv_summary s JOIN p USING (obs, sequence) WHERE s.source = $1 AND s.pair = $2 AND s.model = $3 ORDER BY s.expiry`,
+    `WITH f AS (SELECT * FROM iv_summary WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5
+                QUALIFY row_number() OVER (PARTITION BY floor(obs / $7) ORDER BY obs, sequence) = 1)
+     SELECT * FROM f WHERE abs(obs - $6) <= $8 ORDER BY abs(obs - $6), obs LIMIT 1`,
     [ref.source, ref.pair, ref.model, lo, targetS + toleranceS, targetS, bucketS, toleranceS],
   );
-  if (rows.length === 0) return null;
-  return Object.freeze({
-    observationTimestamp: rows[0]!.obs as number,
-    listed: Object.freeze(rows.filter((r) => r.const_mat === null).map(summaryEntry)),
-    constMat: Object.freeze(rows.filter((r) => r.const_mat !== null).map(summaryEntry)),
-  });
+  return rows[0] ? summaryOf(rows[0]) : null;
 }
 
 /** Every stored iVSummary point of (source, pair, model) in [fromS, toS], oldest first (restoring the 24 h history). */
 export async function summariesBetween(store: HistoryStore, ref: Ref & { readonly model: string }, fromS: number, toS: number): Promise<IvSummary[]> {
-  const rows = await store.query(
-    `SELECT * FROM iv_summary WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5 ORDER BY obs, sequence, expiry`,
-    [ref.source, ref.pair, ref.model, fromS, toS],
-  );
-  const out: IvSummary[] = [];
-  let cur: Row[] = [];
-  const emit = (): void => {
-    if (cur.length === 0) return;
-    out.push(
-      Object.freeze({
-        observationTimestamp: cur[0]!.obs as number,
-        listed: Object.freeze(cur.filter((r) => r.const_mat === null).map(summaryEntry)),
-        constMat: Object.freeze(cur.filter((r) => r.const_mat !== null).map(summaryEntry)),
-      }),
-    );
-    cur = [];
-  };
-  for (const r of rows) {
-    if (cur.length > 0 && (cur[0]!.obs !== r.obs || cur[0]!.sequence !== r.sequence)) emit();
-    cur.push(r);
-  }
-  emit();
-  return out;
+  const rows = await store.query(`SELECT * FROM iv_summary WHERE source = $1 AND pair = $2 AND model = $3 AND obs BETWEEN $4 AND $5 ORDER BY obs, sequence`, [
+    ref.source,
+    ref.pair,
+    ref.model,
+    fromS,
+    toS,
+  ]);
+  return rows.map(summaryOf);
 }
 
 /** The (source, pair, model) keys that have iVSummary points. */
@@ -259,18 +245,21 @@ function num(x: number): string {
 
 /**
  * SQL of the constant-maturity iVSummary series of a key over [fromS, toS]: one point per `intervalS` (the first
- * stored point of each), every constant maturity or just `constMat`, ordered by time and label. Literal SQL (no
- * parameters) so that the same text serves a query and a COPY ... TO Parquet.
+ * stored point of each), every constant maturity or just `constMat`, one row per (point, constant maturity) ordered
+ * by time and label. Literal SQL (no parameters) so that the same text serves a query and a COPY ... TO Parquet.
  */
 export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, constMat: string | null): string {
   const key = `source = ${lit(ref.source)} AND pair = ${lit(ref.pair)} AND model = ${lit(ref.model)}`;
-  return `WITH pts AS (
-       SELECT obs, sequence FROM (SELECT DISTINCT obs, sequence FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)})
+  const labels = IV_CONST_MATS.filter((l) => constMat === null || l === constMat);
+  const one = (l: string, order: number) =>
+    `SELECT obs AS observation_timestamp, sequence, ${lit(l)} AS const_mat, ${order} AS o, ${ivColumn('exp', l)} AS expiry, ${ivColumn('atm', l)} AS atm_vol,
+       ${ivColumn('rr25', l)} AS delta25_skew, ${ivColumn('rr10', l)} AS delta10_skew, ${ivColumn('bf25', l)} AS delta25_bfly, ${ivColumn('bf10', l)} AS delta10_bfly
+     FROM pts WHERE ${ivColumn('exp', l)} IS NOT NULL`;
+  return `WITH pts AS (SELECT * FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)}
        QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
-     SELECT s.obs AS observation_timestamp, s.sequence, s.const_mat, s.expiry, s.atm_vol, s.delta25_skew, s.delta10_skew, s.delta25_bfly, s.delta10_bfly
-     FROM iv_summary s JOIN pts USING (obs, sequence)
-     WHERE ${key.replaceAll('source', 's.source').replaceAll('pair', 's.pair').replaceAll('model', 's.model')} AND s.const_mat IS NOT NULL${constMat ? ` AND s.const_mat = ${lit(constMat)}` : ''}
-     ORDER BY s.obs, s.const_mat`;
+     SELECT observation_timestamp, sequence, const_mat, expiry, atm_vol, delta25_skew, delta10_skew, delta25_bfly, delta10_bfly FROM (
+       ${labels.map((l) => one(l, IV_CONST_MATS.indexOf(l))).join(' UNION ALL ')}
+     ) ORDER BY observation_timestamp, o`;
 }
 
 /** The surface parameters series of a key over [fromS, toS]: one surface per `intervalS` (the first of each), as documents. */

@@ -25,7 +25,7 @@ import { summarizeSurface } from '../cache/history.js';
 import { forwardCurveSnapshotOf } from '../cache/snapshotBuilder.js';
 import type { ForwardCurveSnapshot, SurfaceSnapshot } from '../cache/snapshot.js';
 import type { FundingRate } from '../domain/events.js';
-import { batchSize, emptyBatch, type FitRow, type HistoryBatch, type HistoryStore, type SurfaceRow } from './store.js';
+import { batchSize, emptyBatch, FIT_DIAG_COLUMNS, type FitRow, type HistoryBatch, type HistoryStore, type SurfaceRow } from './store.js';
 
 /** Pending rows past which the oldest batch is dropped (a store that stopped answering for minutes). */
 export const MAX_PENDING_ROWS = 2_000_000;
@@ -48,10 +48,25 @@ export function reemitAfterS(fullH: number): number {
   return Math.max(60, Math.min(3600, (fullH * 3600) / 2));
 }
 
+/** The last fit written for a (key, expiry), and the slice objects it was written from. */
 interface FitMemo {
-  readonly sig: string;
-  readonly fitId: number;
-  readonly obs: number;
+  readonly row: FitRow;
+  readonly params: object;
+  readonly fit: object;
+}
+
+/** Whether two fit rows hold the same fit (ids and times aside). */
+function sameFit(a: FitRow, b: FitRow): boolean {
+  const eq = (x: readonly number[], y: readonly number[]): boolean => x.length === y.length && x.every((v, i) => Object.is(v, y[i]));
+  return (
+    a.inputCount === b.inputCount &&
+    a.paramNames === b.paramNames &&
+    a.diagNames === b.diagNames &&
+    a.diagRest === b.diagRest &&
+    a.diagWarnings === b.diagWarnings &&
+    eq(a.params, b.params) &&
+    eq(a.diagValues, b.diagValues)
+  );
 }
 
 /** Counters of the recorder (metrics, tests). */
@@ -149,42 +164,21 @@ export class HistoryRecorder {
     const curve = forwardCurveSnapshotOf(s.forwardCurve);
     if (curve) this.recordCurve(curve, tier === 1 ? 1 : undefined);
     const fitIds = s.slices.map((sl) => {
-      const params = Object.entries(sl.params);
-      const nums: Array<[string, number]> = [];
-      const rest: Record<string, unknown> = {};
-      const order: string[] = [];
-      for (const [k, v] of Object.entries(sl.fit)) {
-        if (v === undefined) continue;
-        order.push(k);
-        if (typeof v === 'number' && Number.isFinite(v)) nums.push([k, v]);
-        else rest[k] = v;
-      }
-      const paramNames = params.map(([k]) => k).join(',');
-      // every field in order (the numeric ones take their values from diagValues in turn)
-      const diagNames = order.join(',');
-      const diagRest = JSON.stringify(rest);
-      const sig = `${sl.quotes.length}|${paramNames}|${params.map(([, v]) => v).join(',')}|${diagNames}|${nums.map(([, v]) => v).join(',')}|${diagRest}`;
       const fk = `${key}:${sl.expirationTimestamp}`;
       const memo = this.fits.get(fk);
-      if (memo && memo.sig === sig && s.observationTimestamp - memo.obs < this.reemitS) return memo.fitId;
-      const row: FitRow = {
-        fitId: this.o.store.newFitId(),
-        source: s.source,
-        pair,
-        model: s.model,
-        expiry: sl.expirationTimestamp,
-        obs: s.observationTimestamp,
-        inputCount: sl.quotes.length,
-        paramNames,
-        params: params.map(([, v]) => v),
-        diagNames,
-        diagValues: nums.map(([, v]) => v),
-        diagRest,
-      };
-      this.batch.fits.push(row);
+      const fresh = memo !== undefined && s.observationTimestamp - memo.row.obs < this.reemitS;
+      // the same frozen objects as the last surface's slice: the same fit (a reused slice)
+      if (memo && fresh && memo.params === sl.params && memo.fit === sl.fit && memo.row.inputCount === sl.quotes.length) return memo.row.fitId;
+      const row = this.fitRow(s, pair, sl);
+      if (memo && fresh && sameFit(memo.row, row)) {
+        this.fits.set(fk, { row: memo.row, params: sl.params, fit: sl.fit });
+        return memo.row.fitId;
+      }
+      const stored: FitRow = { ...row, fitId: this.o.store.newFitId() };
+      this.batch.fits.push(stored);
       this.stats.fits++;
-      this.fits.set(fk, { sig, fitId: row.fitId, obs: s.observationTimestamp });
-      return row.fitId;
+      this.fits.set(fk, { row: stored, params: sl.params, fit: sl.fit });
+      return stored.fitId;
     });
     const counts = s.arbitrage?.counts as Record<string, number> | undefined;
     // counts as a placeholder keeps the field's place; its values go to countValues
@@ -212,26 +206,41 @@ export class HistoryRecorder {
     if (tier === 1) this.recordSummary(s);
   }
 
-  private recordSummary(s: SurfaceSnapshot): void {
-    const sum = summarizeSurface(s);
-    const pair = `${s.pair.base}/${s.pair.quote}`;
-    for (const e of [...sum.listed, ...sum.constMat]) {
-      this.batch.ivSummary.push({
-        source: s.source,
-        pair,
-        model: s.model,
-        sequence: s.sequence,
-        obs: s.observationTimestamp,
-        constMat: e.constMat ?? null,
-        expiry: e.expirationTimestamp,
-        atmVol: e.atmVol,
-        delta25Skew: e.delta25Skew,
-        delta10Skew: e.delta10Skew,
-        delta25Bfly: e.delta25Bfly,
-        delta10Bfly: e.delta10Bfly,
-      });
-      this.stats.ivSummary++;
+  /** The fit row of one served slice (id 0: given when it is written). */
+  private fitRow(s: SurfaceSnapshot, pair: string, sl: SurfaceSnapshot['slices'][number]): FitRow {
+    const params = Object.entries(sl.params);
+    const nums: number[] = [];
+    const rest: Record<string, unknown> = {};
+    const order: string[] = [];
+    let warnings: string | null = null;
+    for (const [k, v] of Object.entries(sl.fit)) {
+      if (v === undefined) continue;
+      order.push(k);
+      if (k === 'warnings') warnings = JSON.stringify(v);
+      else if (typeof v === 'number' && Number.isFinite(v) && nums.length < FIT_DIAG_COLUMNS) nums.push(v);
+      else rest[k] = v;
     }
+    return {
+      fitId: 0,
+      source: s.source,
+      pair,
+      model: s.model,
+      expiry: sl.expirationTimestamp,
+      obs: s.observationTimestamp,
+      inputCount: sl.quotes.length,
+      paramNames: params.map(([k]) => k).join(','),
+      params: params.map(([, v]) => v),
+      // every field in order: the numeric ones take their values from diagValues in turn, `warnings` its column
+      diagNames: order.join(','),
+      diagValues: nums,
+      diagRest: JSON.stringify(rest),
+      diagWarnings: warnings,
+    };
+  }
+
+  private recordSummary(s: SurfaceSnapshot): void {
+    this.batch.ivSummary.push({ source: s.source, pair: `${s.pair.base}/${s.pair.quote}`, model: s.model, sequence: s.sequence, summary: summarizeSurface(s) });
+    this.stats.ivSummary++;
   }
 
   private recordFunding(p: FundingRate): void {

@@ -30,7 +30,28 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
+import type { IvSummary } from '../cache/snapshot.js';
+
+/** Parameter columns of a fit row (p0..p15): the most any model has is Vanna-Volga's 12. */
+export const FIT_PARAM_COLUMNS = 16;
+/** Numeric diagnostic columns of a fit row (d0..d15); further numeric fields go to the JSON of the rest. */
+export const FIT_DIAG_COLUMNS = 16;
+/** The constant maturities of the iVSummary rows, as column suffixes (src/cache/history.ts IV_SUMMARY_CONST_MATS). */
+export const IV_CONST_MATS = ['1W', '2W', '1M', '2M', '3M', '6M', '9M'] as const;
+/** The figures of an iVSummary entry, as column stems: expiry, ATM, 25/10-delta risk reversal and butterfly. */
+const IV_FIGURES = [
+  ['exp', 'expirationTimestamp'],
+  ['atm', 'atmVol'],
+  ['rr25', 'delta25Skew'],
+  ['rr10', 'delta10Skew'],
+  ['bf25', 'delta25Bfly'],
+  ['bf10', 'delta10Bfly'],
+] as const;
+/** Column of figure `stem` of constant maturity `label`, e.g. `atm_1m`. */
+export function ivColumn(stem: string, label: string): string {
+  return `${stem}_${label.toLowerCase()}`;
+}
 
 /** One surface row (see module docstring). */
 export interface SurfaceRow {
@@ -69,12 +90,16 @@ export interface FitRow {
   readonly inputCount: number;
   /** Parameter names, comma-separated in order. */
   readonly paramNames: string;
+  /** At most {@link FIT_PARAM_COLUMNS}. */
   readonly params: readonly number[];
   /** Names of every diagnostic field, comma-separated in order (the finite numeric ones take their values from diagValues in turn). */
   readonly diagNames: string;
+  /** At most {@link FIT_DIAG_COLUMNS} (the recorder puts further numbers in diagRest). */
   readonly diagValues: readonly number[];
-  /** JSON of every other diagnostic field. */
+  /** JSON of every other diagnostic field but `warnings` (few distinct texts: stored as a dictionary). */
   readonly diagRest: string;
+  /** JSON of `warnings` (null when absent). */
+  readonly diagWarnings: string | null;
 }
 
 /** One forward-curve row. */
@@ -91,20 +116,13 @@ export interface CurveRow {
   readonly origins: readonly string[];
 }
 
-/** One iVSummary figure row (a listed expiry when constMat is null). */
+/** The iVSummary figures of one surface (one row: constant maturities as columns, listed expiries as lists). */
 export interface IvSummaryRow {
   readonly source: string;
   readonly pair: string;
   readonly model: string;
   readonly sequence: number;
-  readonly obs: number;
-  readonly constMat: string | null;
-  readonly expiry: number;
-  readonly atmVol: number | null;
-  readonly delta25Skew: number | null;
-  readonly delta10Skew: number | null;
-  readonly delta25Bfly: number | null;
-  readonly delta10Bfly: number | null;
+  readonly summary: IvSummary;
 }
 
 /** One funding point. */
@@ -137,16 +155,28 @@ export function batchSize(b: HistoryBatch): number {
   return b.surfaces.length + b.fits.length + b.curves.length + b.ivSummary.length + b.funding.length;
 }
 
+const FIT_COLUMNS = [
+  'fit_id BIGINT', 'source VARCHAR', 'pair VARCHAR', 'model VARCHAR', 'expiry DOUBLE', 'obs DOUBLE', 'input_count INTEGER', 'param_names VARCHAR',
+  ...Array.from({ length: FIT_PARAM_COLUMNS }, (_, i) => `p${i} DOUBLE`),
+  'diag_names VARCHAR',
+  ...Array.from({ length: FIT_DIAG_COLUMNS }, (_, i) => `d${i} DOUBLE`),
+  'diag_rest VARCHAR', 'diag_warnings VARCHAR',
+];
+
+const IV_COLUMNS = [
+  'source VARCHAR', 'pair VARCHAR', 'model VARCHAR', 'sequence BIGINT', 'obs DOUBLE',
+  ...IV_CONST_MATS.flatMap((l) => IV_FIGURES.map(([stem]) => `${ivColumn(stem, l)} DOUBLE`)),
+  ...IV_FIGURES.map(([stem]) => `listed_${stem} DOUBLE[]`),
+];
+
 const DDL = [
   `CREATE TABLE IF NOT EXISTS surfaces (source VARCHAR, pair VARCHAR, model VARCHAR, sequence BIGINT, obs DOUBLE, tier UTINYINT,
      spot DOUBLE, calibration_ms DOUBLE, expiries DOUBLE[], t DOUBLE[], forwards DOUBLE[], fit_ids BIGINT[],
      arbitrage VARCHAR, count_names VARCHAR, count_values BIGINT[], skipped VARCHAR)`,
-  `CREATE TABLE IF NOT EXISTS fits (fit_id BIGINT, source VARCHAR, pair VARCHAR, model VARCHAR, expiry DOUBLE, obs DOUBLE,
-     input_count INTEGER, param_names VARCHAR, params DOUBLE[], diag_names VARCHAR, diag_values DOUBLE[], diag_rest VARCHAR)`,
+  `CREATE TABLE IF NOT EXISTS fits (${FIT_COLUMNS.join(', ')})`,
   `CREATE TABLE IF NOT EXISTS forward_curves (source VARCHAR, pair VARCHAR, sequence BIGINT, obs DOUBLE, tier UTINYINT, spot DOUBLE,
      expiries DOUBLE[], t DOUBLE[], forwards DOUBLE[], origins VARCHAR[])`,
-  `CREATE TABLE IF NOT EXISTS iv_summary (source VARCHAR, pair VARCHAR, model VARCHAR, sequence BIGINT, obs DOUBLE, const_mat VARCHAR,
-     expiry DOUBLE, atm_vol DOUBLE, delta25_skew DOUBLE, delta10_skew DOUBLE, delta25_bfly DOUBLE, delta10_bfly DOUBLE)`,
+  `CREATE TABLE IF NOT EXISTS iv_summary (${IV_COLUMNS.join(', ')})`,
   `CREATE TABLE IF NOT EXISTS funding (source VARCHAR, instrument_id VARCHAR, timestamp DOUBLE, interest DOUBLE, base VARCHAR,
      quote VARCHAR, interval_hours DOUBLE, PRIMARY KEY (source, instrument_id, timestamp))`,
 ];
@@ -164,6 +194,39 @@ function dbl(x: number | null): string {
 /** SQL text of a list of doubles (non-finite values are not expected: callers filter them). */
 function dblList(xs: readonly number[]): string {
   return `'[${xs.map((x) => String(x)).join(',')}]'::DOUBLE[]`;
+}
+
+/** SQL text of a list of doubles that may hold nulls (non-finite values become NULL). */
+function nullableList(xs: ReadonlyArray<number | null>): string {
+  return `'[${xs.map((x) => (x === null || !Number.isFinite(x) ? 'NULL' : String(x))).join(',')}]'::DOUBLE[]`;
+}
+
+/** Append one fit row (columns of FIT_COLUMNS, in order). @throws RangeError past the parameter or diagnostic columns */
+function appendFit(ap: DuckDBAppender, f: FitRow): void {
+  if (f.params.length > FIT_PARAM_COLUMNS || f.diagValues.length > FIT_DIAG_COLUMNS) {
+    throw new RangeError(`fit of ${f.model} has ${f.params.length} parameters / ${f.diagValues.length} numeric diagnostics: more than the store's columns`);
+  }
+  ap.appendBigInt(BigInt(f.fitId));
+  ap.appendVarchar(f.source);
+  ap.appendVarchar(f.pair);
+  ap.appendVarchar(f.model);
+  ap.appendDouble(f.expiry);
+  ap.appendDouble(f.obs);
+  ap.appendInteger(f.inputCount);
+  ap.appendVarchar(f.paramNames);
+  for (let i = 0; i < FIT_PARAM_COLUMNS; i++) {
+    if (i < f.params.length) ap.appendDouble(f.params[i]!);
+    else ap.appendNull();
+  }
+  ap.appendVarchar(f.diagNames);
+  for (let i = 0; i < FIT_DIAG_COLUMNS; i++) {
+    if (i < f.diagValues.length) ap.appendDouble(f.diagValues[i]!);
+    else ap.appendNull();
+  }
+  ap.appendVarchar(f.diagRest);
+  if (f.diagWarnings === null) ap.appendNull();
+  else ap.appendVarchar(f.diagWarnings);
+  ap.endRow();
 }
 
 function intList(xs: readonly number[]): string {
@@ -290,21 +353,34 @@ export class HistoryStore {
     const chunk = <T>(rows: readonly T[], head: string, fmt: (r: T) => string): void => {
       for (let i = 0; i < rows.length; i += 500) statements.push(`${head} VALUES ${rows.slice(i, i + 500).map(fmt).join(',')}`);
     };
-    chunk(b.fits, 'INSERT INTO fits', (f) =>
-      `(${f.fitId},${str(f.source)},${str(f.pair)},${str(f.model)},${dbl(f.expiry)},${dbl(f.obs)},${f.inputCount},${str(f.paramNames)},${dblList(f.params)},${str(f.diagNames)},${dblList(f.diagValues)},${str(f.diagRest)})`,
-    );
     chunk(b.curves, 'INSERT INTO forward_curves', (c) =>
       `(${str(c.source)},${str(c.pair)},${c.sequence},${dbl(c.obs)},${c.tier},${dbl(c.spot)},${dblList(c.expiries)},${dblList(c.T)},${dblList(c.forwards)},${strList(c.origins)})`,
     );
     chunk(b.surfaces, 'INSERT INTO surfaces', (s) =>
       `(${str(s.source)},${str(s.pair)},${str(s.model)},${s.sequence},${dbl(s.obs)},${s.tier},${dbl(s.spot)},${dbl(s.calibrationMs)},${dblList(s.expiries)},${dblList(s.T)},${dblList(s.forwards)},${intList(s.fitIds)},${str(s.arbitrage)},${str(s.countNames)},${intList(s.countValues)},${str(s.skipped)})`,
     );
-    chunk(b.ivSummary, 'INSERT INTO iv_summary', (r) =>
-      `(${str(r.source)},${str(r.pair)},${str(r.model)},${r.sequence},${dbl(r.obs)},${str(r.constMat)},${dbl(r.expiry)},${dbl(r.atmVol)},${dbl(r.delta25Skew)},${dbl(r.delta10Skew)},${dbl(r.delta25Bfly)},${dbl(r.delta10Bfly)})`,
-    );
+    chunk(b.ivSummary, 'INSERT INTO iv_summary', (r) => {
+      const m = r.summary;
+      const byLabel = new Map(m.constMat.map((e) => [e.constMat, e]));
+      const cm = IV_CONST_MATS.flatMap((l) => IV_FIGURES.map(([, field]) => dbl((byLabel.get(l)?.[field] as number | null | undefined) ?? null)));
+      const listed = IV_FIGURES.map(([, field]) => nullableList(m.listed.map((e) => e[field] as number | null)));
+      return `(${str(r.source)},${str(r.pair)},${str(r.model)},${r.sequence},${dbl(m.observationTimestamp)},${cm.join(',')},${listed.join(',')})`;
+    });
     chunk(b.funding, 'INSERT OR IGNORE INTO funding', (f) =>
       `(${str(f.source)},${str(f.instrumentId)},${dbl(f.timestamp)},${dbl(f.interest)},${str(f.base)},${str(f.quote)},${dbl(f.intervalHours)})`,
     );
+    // fits, the bulk (one per served slice per surface), through the appender: no SQL text to build and parse;
+    // sorted by key and expiry so that a fit sits next to the previous fit of its slice (the columns compress better)
+    if (b.fits.length > 0) {
+      const fits = [...b.fits].sort((x, y) => (x.source + x.pair + x.model).localeCompare(y.source + y.pair + y.model) || x.expiry - y.expiry || x.obs - y.obs);
+      const ap = await this.conn.createAppender('fits');
+      try {
+        for (const f of fits) appendFit(ap, f);
+        ap.flushSync();
+      } finally {
+        ap.closeSync();
+      }
+    }
     for (const sql of statements) await this.conn.run(sql);
   }
 

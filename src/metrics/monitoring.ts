@@ -13,7 +13,7 @@ import type { MarketEvent } from '../domain/events.js';
 import type { CalibrationResult } from '../cache/snapshotBuilder.js';
 import { feedPanel, type FeedPanel, type MarketMode } from '../dashboard/state.js';
 import { FeedRates } from './feedRates.js';
-import { ServiceMetrics, type PublisherLike } from './serviceMetrics.js';
+import { ServiceMetrics, type HistoryStatsLike, type PublisherLike } from './serviceMetrics.js';
 import { attachStartupLog, logFeedsStarting, type StartupLog, type StartupLogger } from './startupLog.js';
 
 /** Inputs of {@link Monitoring}. */
@@ -38,6 +38,8 @@ export interface MonitoringOptions {
   readonly market?: () => MarketMode;
   /** The calibration pool's counters (ServiceMetricsOptions.calibrationPool); absent on an API replica. */
   readonly calibrationPool?: () => { readonly yielded: number };
+  /** The history recorder's counters (ServiceMetricsOptions.history); absent: no history series. */
+  readonly history?: () => HistoryStatsLike | null;
 }
 
 export class Monitoring {
@@ -58,6 +60,7 @@ export class Monitoring {
       ...(opts.publisher ? { publisher: opts.publisher } : {}),
       ...(opts.registries ? { registries: opts.registries } : {}),
       ...(opts.calibrationPool ? { calibrationPool: opts.calibrationPool } : {}),
+      ...(opts.history ? { history: opts.history } : {}),
       ...(opts.clock ? { clock: opts.clock } : {}),
       ...(opts.defaultMetrics !== undefined ? { defaultMetrics: opts.defaultMetrics } : {}),
     });

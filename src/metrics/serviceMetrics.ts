@@ -42,7 +42,22 @@ export interface PublisherLike {
 }
 
 /** Inputs of {@link ServiceMetrics}. */
+/** What the metrics read of the history recorder (src/history/recorder.ts RecorderStats), at scrape time. */
+export interface HistoryStatsLike {
+  readonly surfaces: number;
+  readonly fits: number;
+  readonly curves: number;
+  readonly ivSummary: number;
+  readonly funding: number;
+  readonly failedBatches: number;
+  readonly droppedRows: number;
+  /** Milliseconds the last flush took (its commit included). */
+  readonly lastFlushMs: number;
+}
+
 export interface ServiceMetricsOptions {
+  /** The history recorder's counters, or null without a store; absent: no volsurf_history_* series. */
+  readonly history?: () => HistoryStatsLike | null;
   readonly cache: MarketCache;
   /** The service's feeds (read at scrape time; may grow after construction). */
   readonly feeds: () => readonly MarketFeed[];
@@ -450,6 +465,51 @@ export class ServiceMetrics {
         registers,
         collect() {
           self.collectKafkaLatencies();
+        },
+      });
+    }
+
+    // ------------------------------------------------------------------ history store (src/history)
+    if (opts.history) {
+      const historyStats = (): HistoryStatsLike | null => opts.history?.() ?? null;
+      new Counter({
+        name: 'volsurf_history_rows_total',
+        help: 'Rows the history store was given to write, by table (surfaces, fits, curves, iv_summary, funding)',
+        labelNames: ['table'],
+        registers,
+        collect() {
+          const s = historyStats();
+          if (!s) return;
+          const by = { surfaces: s.surfaces, fits: s.fits, curves: s.curves, iv_summary: s.ivSummary, funding: s.funding };
+          for (const [table, n] of Object.entries(by)) self.addIncrease(this, `hrows:${table}`, { table }, n);
+        },
+      });
+      new Counter({
+        name: 'volsurf_history_failed_writes_total',
+        help: 'History store writes that failed (their rows are kept and written again with the next flush)',
+        registers,
+        collect() {
+          const s = historyStats();
+          if (s) self.addIncrease(this, 'hfail', {}, s.failedBatches);
+        },
+      });
+      new Counter({
+        name: 'volsurf_history_dropped_rows_total',
+        help: 'Rows dropped because the history store stayed unwritable past 2 million pending rows',
+        registers,
+        collect() {
+          const s = historyStats();
+          if (s) self.addIncrease(this, 'hdrop', {}, s.droppedRows);
+        },
+      });
+      new Gauge({
+        name: 'volsurf_history_last_flush_seconds',
+        help: 'Duration of the last history write (one transaction per HISTORY_FLUSH_MS)',
+        registers,
+        collect() {
+          this.reset();
+          const s = historyStats();
+          if (s) this.set(s.lastFlushMs / 1000);
         },
       });
     }

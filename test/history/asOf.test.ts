@@ -127,4 +127,16 @@ describe('as-of', () => {
     expect(tooMany.status).toBe(400);
     expect(tooMany.body.message).toMatch(/coarser interval/);
   });
+
+  it('counts what it writes on /metrics', async () => {
+    await svc.history.recorder!.flush();
+    const text = await (await fetch(`${B}/metrics`)).text();
+    const rows = (table: string) => Number(new RegExp(`^volsurf_history_rows_total\\{table="${table}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
+    expect(rows('surfaces')).toBeGreaterThan(10);
+    expect(rows('fits')).toBeGreaterThan(10);
+    expect(rows('iv_summary')).toBeGreaterThan(0);
+    expect(rows('funding')).toBeGreaterThan(0);
+    expect(text).toMatch(/^volsurf_history_failed_writes_total 0$/m);
+    expect(svc.history.recorder!.stats.surfaces).toBeGreaterThanOrEqual(rows('surfaces'));
+  });
 });

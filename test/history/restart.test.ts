@@ -29,20 +29,27 @@ describe('24 h changes after a restart', () => {
       fits: [],
       curves: [],
       funding: [],
-      ivSummary: (['1W', '1M', '3M'] as const).map((label, i) => ({
-        source: 'DERIBIT',
-        pair: 'BTC/USD',
-        model: 'SVI',
-        sequence: 7,
-        obs: dayAgo,
-        constMat: label,
-        expiry: dayAgo + [7, 30, 91][i]! * 86400,
-        atmVol: 0.41 + i / 100,
-        delta25Skew: -0.02,
-        delta10Skew: -0.035,
-        delta25Bfly: 0.004,
-        delta10Bfly: 0.012,
-      })),
+      ivSummary: [
+        {
+          source: 'DERIBIT',
+          pair: 'BTC/USD',
+          model: 'SVI',
+          sequence: 7,
+          summary: {
+            observationTimestamp: dayAgo,
+            listed: [],
+            constMat: (['1W', '1M', '3M'] as const).map((constMat, i) => ({
+              expirationTimestamp: dayAgo + [7, 30, 91][i]! * 86400,
+              constMat,
+              atmVol: 0.41 + i / 100,
+              delta25Skew: -0.02,
+              delta10Skew: -0.035,
+              delta25Bfly: 0.004,
+              delta10Bfly: 0.012,
+            })),
+          },
+        },
+      ],
     });
     await store.close();
 
