@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 out=${1:-test-artifacts}
 mkdir -p "$out"
 SUITES=(test/integration test/faults test/simulator test/api/openapiResponses.test.ts test/metrics/metricsEndpoint.test.ts
-  test/security/access.test.ts test/domain/wallClock.test.ts)
+  test/security/access.test.ts test/domain/wallClock.test.ts test/history)
 SIM_STARTS=(
   "friday-0755=2026-12-04T07:55:00Z"     # 5 min before a weekly Friday expiry (daily + weekly at 08:00)
   "friday-0800=2026-12-04T08:00:05Z"     # just after it: the new daily is listed, the weekly is gone

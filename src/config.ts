@@ -162,6 +162,9 @@ export const ConfigSchema = z
       }
       if (c.MARKET_SOURCE === 'replay') ctx.addIssue({ code: 'custom', path: ['PAIRS'], message: 'is not supported with MARKET_SOURCE=replay (the recording decides the pairs)' });
     }
+    if (c.HISTORY_RETENTION_D * 24 < c.HISTORY_FULL_H) {
+      ctx.addIssue({ code: 'custom', path: ['HISTORY_RETENTION_D'], message: `must keep at least HISTORY_FULL_H (${c.HISTORY_FULL_H} h)` });
+    }
     const kafkaIssue = kafkaConfigIssue(c);
     if (kafkaIssue) ctx.addIssue({ code: 'custom', path: [kafkaIssue.path], message: kafkaIssue.message });
     const securityIssue = securityConfigIssue(c);

@@ -216,9 +216,11 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   const recordPast = simHistory ? await serviceHistory.pastRecorder(clock.now() - config.SIM_HISTORY_HOURS * 3600) : null;
   simHistory?.start({
     fitAt: (spec, step) => historyWorker!.fitHistory(spec, step),
+    // with a store that already holds that time (a restart), the 24 h changes come from the store's points (restored
+    // at start): the pre-run's own points would be a second past the store never had
     onSnapshot: (s) => {
-      history.record(s);
-      recordPast?.(s);
+      if (recordPast) recordPast(s);
+      if (recordPast || !serviceHistory.store) history.record(s);
     },
     logger: logger.child({ component: 'history' }),
   });

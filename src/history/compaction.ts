@@ -2,7 +2,8 @@
  * Compaction of the history store (issue 24 "resolution and size you can reason about"): behind the newest data,
  * - rows older than HISTORY_FULL_H hours keep only tier 1 (the first surface and curve of each HISTORY_BUCKET_S
  *   bucket per key; src/history/recorder.ts); iVSummary points are tier 1 by construction;
- * - rows older than HISTORY_RETENTION_D days are deleted, funding points included;
+ * - rows older than HISTORY_RETENTION_D days are deleted; funding points are kept (one an hour per perpetual: the
+ *   live service holds months of them, and so must an as-of answer);
  * - a fit is deleted when no kept surface can refer to it: tier-1 surfaces are checked by an anti-join; a tier-0
  *   surface refers only to fits at most `reemitAfterS` older than itself (the recorder writes an older fit again),
  *   so no kept tier-0 surface refers to a fit older than the full-resolution cut minus that age;
@@ -44,7 +45,7 @@ export async function compact(store: HistoryStore, o: CompactionOptions): Promis
   const r = await store.transaction(async () => ({
     surfaces: await store.run('DELETE FROM surfaces WHERE obs < $1 AND (tier = 0 OR obs < $2)', [fullCut, keepCut]),
     ivSummary: await store.run('DELETE FROM iv_summary WHERE obs < $1', [keepCut]),
-    funding: await store.run('DELETE FROM funding WHERE timestamp < $1', [keepCut]),
+    funding: 0,
     fits: await store.run('DELETE FROM fits WHERE obs < $1 AND fit_id NOT IN (SELECT unnest(fit_ids) FROM surfaces WHERE tier = 1)', [fitCut]),
     curves: await store.run(
       `DELETE FROM forward_curves c WHERE c.obs < $1 AND (c.tier = 0 OR c.obs < $2) AND NOT EXISTS

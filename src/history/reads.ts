@@ -44,12 +44,13 @@ function curveMessage(r: Row): ForwardCurveMessage {
 }
 
 /**
- * The forward curve served at `asOf` for (source, pair) (`pair` = `BASE/QUOTE`), or null when none was published
- * in `[asOf - lookbackS, asOf]`.
+ * The forward curve served at `asOf` for (source, pair) (`pair` = `BASE/QUOTE`): the latest PUBLISHED at or before
+ * `asOf`; null when none was, or when it was observed more than `lookbackS` before `asOf` (stale then).
  */
 export async function curveAsOf(store: HistoryStore, ref: Ref, asOf: number, lookbackS: number): Promise<ForwardCurveMessage | null> {
+  // obs <= published: the observation window bounds the scan (zone maps on obs)
   const rows = await store.query(
-    `SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND obs <= $3 AND obs >= $4 ORDER BY obs DESC, sequence DESC LIMIT 1`,
+    `SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND published <= $3 AND obs <= $3 AND obs >= $4 ORDER BY published DESC, sequence DESC LIMIT 1`,
     [ref.source, ref.pair, asOf, asOf - lookbackS],
   );
   return rows[0] ? curveMessage(rows[0]) : null;
@@ -69,13 +70,26 @@ function diagnosticsOf(f: Row): Record<string, unknown> {
 async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<SurfaceSnapshotMessage[]> {
   if (rows.length === 0) return [];
   const ids = [...new Set(rows.flatMap((r) => r.fit_ids as number[]))];
-  const lo = Math.min(...ids);
-  const hi = Math.max(...ids);
-  const fits = await store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND list_contains($3::BIGINT[], fit_id)`, [lo, hi, `[${ids.join(',')}]`]);
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const id of ids) {
+    if (id < lo) lo = id;
+    if (id > hi) hi = id;
+  }
+  // a semi-join on the wanted ids (a hash join), inside [lo, hi] (zone maps: ids grow with time)
+  const fits = await store.query(`SELECT f.* FROM fits f SEMI JOIN (SELECT unnest($3::BIGINT[]) AS id) w ON f.fit_id = w.id WHERE f.fit_id BETWEEN $1 AND $2`, [
+    lo,
+    hi,
+    `[${ids.join(',')}]`,
+  ]);
   const byId = new Map(fits.map((f) => [f.fit_id as number, f]));
   const curveKeys = rows.map((r) => `('${String(r.source)}','${String(r.pair)}',${Number(r.sequence)},'${String(r.obs)}'::DOUBLE)`);
-  const obsLo = Math.min(...rows.map((r) => r.obs as number));
-  const obsHi = Math.max(...rows.map((r) => r.obs as number));
+  let obsLo = Infinity;
+  let obsHi = -Infinity;
+  for (const r of rows) {
+    obsLo = Math.min(obsLo, r.obs as number);
+    obsHi = Math.max(obsHi, r.obs as number);
+  }
   const curves = await store.query(
     `SELECT c.* FROM forward_curves c JOIN (VALUES ${curveKeys.join(',')}) v(source, pair, sequence, obs) USING (source, pair, sequence, obs)
      WHERE c.obs BETWEEN $1 AND $2`,
@@ -135,12 +149,15 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
 }
 
 /**
- * The surface document served at `asOf` for (source, pair, model), or null when none was published in
- * `[asOf - lookbackS, asOf]`.
+ * The surface document served at `asOf` for (source, pair, model): the latest PUBLISHED at or before `asOf` (a
+ * surface observed before `asOf` but published after it was not served then); null when none was, or when it was
+ * observed more than `lookbackS` before `asOf` (the service answered 503 stale then).
  */
 export async function surfaceAsOf(store: HistoryStore, ref: Ref & { readonly model: string }, asOf: number, lookbackS: number): Promise<SurfaceSnapshotMessage | null> {
+  // obs <= published: the observation window bounds the scan (zone maps on obs)
   const rows = await store.query(
-    `SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND obs <= $4 AND obs >= $5 ORDER BY obs DESC, sequence DESC LIMIT 1`,
+    `SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND published <= $4 AND obs <= $4 AND obs >= $5
+     ORDER BY published DESC, sequence DESC LIMIT 1`,
     [ref.source, ref.pair, ref.model, asOf, asOf - lookbackS],
   );
   return (await surfaceMessages(store, rows))[0] ?? null;
@@ -214,20 +231,32 @@ export async function summaryKeys(store: HistoryStore): Promise<Array<{ source: 
   return rows.map((r) => ({ source: r.source as string, pair: r.pair as string, model: r.model as string }));
 }
 
-/** Funding points of (source, instrument) settled in [startS, endS], newest first, at most `limit`. */
-export async function fundingBetween(store: HistoryStore, source: string, instrumentId: string, startS: number, endS: number, limit: number): Promise<Array<{ interest: number; timestamp: number }>> {
+/**
+ * Funding points of (source, instrument) settled in [startS, endS] that the service held at `asOf` (published at or
+ * before it), newest first, at most `limit`.
+ */
+export async function fundingBetween(
+  store: HistoryStore,
+  source: string,
+  instrumentId: string,
+  startS: number,
+  endS: number,
+  limit: number,
+  asOf: number,
+): Promise<Array<{ interest: number; timestamp: number }>> {
   const rows = await store.query(
-    `SELECT interest, timestamp FROM funding WHERE source = $1 AND instrument_id = $2 AND timestamp BETWEEN $3 AND $4 ORDER BY timestamp DESC LIMIT $5`,
-    [source, instrumentId, startS, endS, limit],
+    `SELECT interest, timestamp FROM funding WHERE source = $1 AND instrument_id = $2 AND timestamp BETWEEN $3 AND $4 AND published <= $6
+     ORDER BY timestamp DESC LIMIT $5`,
+    [source, instrumentId, startS, endS, limit, asOf],
   );
   return rows.map((r) => ({ interest: r.interest as number, timestamp: r.timestamp as number }));
 }
 
-/** Funding instruments of `source` with the points settled at or before `asOf`. */
+/** Funding instruments of `source` with the points the service held at `asOf` (published at or before it). */
 export async function fundingInstrumentsAsOf(store: HistoryStore, source: string, asOf: number): Promise<Row[]> {
   return store.query(
     `SELECT instrument_id, base, quote, any_value(interval_hours) AS interval_hours, count(*) AS points, min(timestamp) AS first_ts, max(timestamp) AS last_ts
-     FROM funding WHERE source = $1 AND timestamp <= $2 GROUP BY instrument_id, base, quote ORDER BY instrument_id`,
+     FROM funding WHERE source = $1 AND published <= $2 GROUP BY instrument_id, base, quote ORDER BY instrument_id`,
     [source, asOf],
   );
 }

@@ -104,6 +104,7 @@ export async function startHistory(settings: HistorySettings, cache: MarketCache
     bucketS: settings.HISTORY_BUCKET_S,
     fullH: settings.HISTORY_FULL_H,
     flushMs: settings.HISTORY_FLUSH_MS,
+    storedUpTo: newestAtOpen,
     logger: logger.child({ component: 'history' }),
   });
   const compactNow = async (): Promise<CompactionResult> => {

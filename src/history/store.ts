@@ -62,6 +62,8 @@ export interface SurfaceRow {
   readonly sequence: number;
   /** Observation time, Unix s. */
   readonly obs: number;
+  /** When the service published it (its clock, Unix s): as-of answers select by this. */
+  readonly published: number;
   readonly tier: 0 | 1;
   readonly spot: number;
   readonly calibrationMs: number;
@@ -108,6 +110,8 @@ export interface CurveRow {
   readonly pair: string;
   readonly sequence: number;
   readonly obs: number;
+  /** When the service published it (its clock, Unix s). */
+  readonly published: number;
   readonly tier: 0 | 1;
   readonly spot: number;
   readonly expiries: readonly number[];
@@ -134,6 +138,8 @@ export interface FundingRow {
   readonly base: string;
   readonly quote: string;
   readonly intervalHours: number;
+  /** When the service first held it (its clock, Unix s). */
+  readonly published: number;
 }
 
 /** What one write commits. */
@@ -170,15 +176,15 @@ const IV_COLUMNS = [
 ];
 
 const DDL = [
-  `CREATE TABLE IF NOT EXISTS surfaces (source VARCHAR, pair VARCHAR, model VARCHAR, sequence BIGINT, obs DOUBLE, tier UTINYINT,
+  `CREATE TABLE IF NOT EXISTS surfaces (source VARCHAR, pair VARCHAR, model VARCHAR, sequence BIGINT, obs DOUBLE, published DOUBLE, tier UTINYINT,
      spot DOUBLE, calibration_ms DOUBLE, expiries DOUBLE[], t DOUBLE[], forwards DOUBLE[], fit_ids BIGINT[],
      arbitrage VARCHAR, count_names VARCHAR, count_values BIGINT[], skipped VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS fits (${FIT_COLUMNS.join(', ')})`,
-  `CREATE TABLE IF NOT EXISTS forward_curves (source VARCHAR, pair VARCHAR, sequence BIGINT, obs DOUBLE, tier UTINYINT, spot DOUBLE,
+  `CREATE TABLE IF NOT EXISTS forward_curves (source VARCHAR, pair VARCHAR, sequence BIGINT, obs DOUBLE, published DOUBLE, tier UTINYINT, spot DOUBLE,
      expiries DOUBLE[], t DOUBLE[], forwards DOUBLE[], origins VARCHAR[])`,
   `CREATE TABLE IF NOT EXISTS iv_summary (${IV_COLUMNS.join(', ')})`,
   `CREATE TABLE IF NOT EXISTS funding (source VARCHAR, instrument_id VARCHAR, timestamp DOUBLE, interest DOUBLE, base VARCHAR,
-     quote VARCHAR, interval_hours DOUBLE, PRIMARY KEY (source, instrument_id, timestamp))`,
+     quote VARCHAR, interval_hours DOUBLE, published DOUBLE, PRIMARY KEY (source, instrument_id, timestamp))`,
 ];
 
 /** SQL text of a string literal. */
@@ -257,7 +263,10 @@ export class HistoryStore {
 
   private constructor(
     private readonly instance: DuckDBInstance,
+    /** The writer's connection: writes, transactions, compaction (serialized). */
     private readonly conn: DuckDBConnection,
+    /** The readers' connection: sees committed data only (DuckDB MVCC), never a write's open transaction. */
+    private readonly readConn: DuckDBConnection,
     /** The database file's path (`:memory:` for a store in memory). */
     readonly path: string,
   ) {}
@@ -275,7 +284,7 @@ export class HistoryStore {
     });
     const conn = await instance.connect();
     for (const sql of DDL) await conn.run(sql);
-    const store = new HistoryStore(instance, conn, path);
+    const store = new HistoryStore(instance, conn, await instance.connect(), path);
     const r = await store.query('SELECT coalesce(max(fit_id), 0) AS m FROM fits');
     store.nextFitId = Number(r[0]?.m ?? 0) + 1;
     return store;
@@ -286,9 +295,9 @@ export class HistoryStore {
     return this.nextFitId++;
   }
 
-  /** Run a read query with positional parameters ($1, $2...); rows as plain JS objects. */
+  /** Run a read query with positional parameters ($1, $2...) on the readers' connection; rows as plain JS objects. */
   async query(sql: string, params: Array<string | number | boolean | null> = []): Promise<Row[]> {
-    const reader = await this.conn.runAndReadAll(sql, params as never);
+    const reader = await this.readConn.runAndReadAll(sql, params as never);
     return reader.getRowObjectsJS().map((r) => {
       const o: Row = {};
       for (const [k, v] of Object.entries(r)) o[k] = toJs(v);
@@ -354,10 +363,10 @@ export class HistoryStore {
       for (let i = 0; i < rows.length; i += 500) statements.push(`${head} VALUES ${rows.slice(i, i + 500).map(fmt).join(',')}`);
     };
     chunk(b.curves, 'INSERT INTO forward_curves', (c) =>
-      `(${str(c.source)},${str(c.pair)},${c.sequence},${dbl(c.obs)},${c.tier},${dbl(c.spot)},${dblList(c.expiries)},${dblList(c.T)},${dblList(c.forwards)},${strList(c.origins)})`,
+      `(${str(c.source)},${str(c.pair)},${c.sequence},${dbl(c.obs)},${dbl(c.published)},${c.tier},${dbl(c.spot)},${dblList(c.expiries)},${dblList(c.T)},${dblList(c.forwards)},${strList(c.origins)})`,
     );
     chunk(b.surfaces, 'INSERT INTO surfaces', (s) =>
-      `(${str(s.source)},${str(s.pair)},${str(s.model)},${s.sequence},${dbl(s.obs)},${s.tier},${dbl(s.spot)},${dbl(s.calibrationMs)},${dblList(s.expiries)},${dblList(s.T)},${dblList(s.forwards)},${intList(s.fitIds)},${str(s.arbitrage)},${str(s.countNames)},${intList(s.countValues)},${str(s.skipped)})`,
+      `(${str(s.source)},${str(s.pair)},${str(s.model)},${s.sequence},${dbl(s.obs)},${dbl(s.published)},${s.tier},${dbl(s.spot)},${dbl(s.calibrationMs)},${dblList(s.expiries)},${dblList(s.T)},${dblList(s.forwards)},${intList(s.fitIds)},${str(s.arbitrage)},${str(s.countNames)},${intList(s.countValues)},${str(s.skipped)})`,
     );
     chunk(b.ivSummary, 'INSERT INTO iv_summary', (r) => {
       const m = r.summary;
@@ -367,7 +376,7 @@ export class HistoryStore {
       return `(${str(r.source)},${str(r.pair)},${str(r.model)},${r.sequence},${dbl(m.observationTimestamp)},${cm.join(',')},${listed.join(',')})`;
     });
     chunk(b.funding, 'INSERT OR IGNORE INTO funding', (f) =>
-      `(${str(f.source)},${str(f.instrumentId)},${dbl(f.timestamp)},${dbl(f.interest)},${str(f.base)},${str(f.quote)},${dbl(f.intervalHours)})`,
+      `(${str(f.source)},${str(f.instrumentId)},${dbl(f.timestamp)},${dbl(f.interest)},${str(f.base)},${str(f.quote)},${dbl(f.intervalHours)},${dbl(f.published)})`,
     );
     // fits, the bulk (one per served slice per surface), through the appender: no SQL text to build and parse;
     // sorted by key and expiry so that a fit sits next to the previous fit of its slice (the columns compress better)
@@ -392,6 +401,7 @@ export class HistoryStore {
     try {
       await this.conn.run('CHECKPOINT');
     } finally {
+      this.readConn.closeSync();
       this.conn.closeSync();
       this.instance.closeSync();
     }

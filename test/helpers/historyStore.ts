@@ -32,6 +32,7 @@ export async function memoryHistory(cache: MarketCache): Promise<HistoryAccess &
         base: i.pair.base,
         quote: i.pair.quote,
         intervalHours: i.intervalHours,
+        published: p.timestamp,
       })),
     ),
   });

@@ -37,10 +37,10 @@ export const fundingRoutes =
           if (!known.some((k) => k.instrument_id === q.instrumentId)) {
             throw new ApiError(
               404,
-              `no funding point of ${q.source} ${q.instrumentId} settled at or before ${new Date(q.asOf * 1000).toISOString()} is in the history (known then: ${known.map((k) => k.instrument_id).join(', ') || 'none'})`,
+              `no funding point of ${q.source} ${q.instrumentId} was held at ${new Date(q.asOf * 1000).toISOString()} (known then: ${known.map((k) => k.instrument_id).join(', ') || 'none'})`,
             );
           }
-          return fundingBetween(store, source, q.instrumentId, q.startTime, Math.min(q.endTime, q.asOf), MAX_FUNDING_POINTS);
+          return fundingBetween(store, source, q.instrumentId, q.startTime, q.endTime, MAX_FUNDING_POINTS, q.asOf);
         }
         // a replica still catching up, or a point overdue within the asked range (src/cache/marketCache.ts)
         const u = cache.fundingUnavailable(source, q.instrumentId, q.endTime);

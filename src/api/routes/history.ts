@@ -26,8 +26,8 @@ import type { HistoryStore, Row } from '../../history/store.js';
 
 /** Most rows one iVSummary/history answer holds (30 days at 1 minute of one constant maturity is 43 200). */
 export const MAX_SERIES_ROWS = 100_000;
-/** Most surfaces one surface/history answer holds (7 days at 1 minute). */
-export const MAX_SURFACES = 10_080;
+/** Most surfaces one surface/history answer holds (7 days at 1 minute, both ends included). */
+export const MAX_SURFACES = 10_081;
 
 const IvSeriesQuery = HistoryRangeQuery.extend({
   constMat: z.enum(['1W', '2W', '1M', '2M', '3M', '6M', '9M']).optional().describe('One constant maturity; absent = all seven'),
