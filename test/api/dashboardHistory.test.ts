@@ -129,3 +129,42 @@ describe('dashboard reads of the history store', () => {
     expect(hist.status).toBe(400);
   });
 });
+
+describe('dashboard without a history store (HISTORY_DIR=off)', () => {
+  let off: RunningService;
+  beforeAll(async () => {
+    off = await startTestService({ PAIRS: 'DERIBIT:BTC/USD', HISTORY_DIR: 'off' });
+    await waitFor(async () => (await http('GET', `${off.url}/ready`)).status === 200, 60_000, '/ready 200');
+  }, 120_000);
+  afterAll(async () => {
+    await off?.stop();
+  });
+
+  it('the series come from the in-memory history, and asOf answers 404 saying why', async () => {
+    const d = await waitFor(
+      async () => {
+        const r = await http('GET', `${off.url}/dashboard/api/history?${sel}&constMat=1M`);
+        return r.body.points?.length >= 2 ? r : null;
+      },
+      30_000,
+      'seeded in-memory points',
+    );
+    expect(d.body.origin).toBe('memory');
+    // the in-memory points are the iVSummary figures of the seeded surfaces: the 24 h change of the live answer is
+    // measured against one of them
+    const sum = await http('GET', `${off.url}/api/v1/global/data/iVSummary?${sel}`);
+    const ref = d.body.points.find((p: any) => p.t === sum.body.diffReferenceTimestamp);
+    expect(ref).toBeDefined();
+    const m1 = sum.body.volatilityConstMat.find((c: any) => c.constMat === '1M');
+    expect(m1.atmVol - ref.atmVol).toBe(m1.diffAtmVol);
+    const st = await http('GET', `${off.url}/dashboard/api/state?${sel}&asOf=${Math.floor(off.clock.now() - 10)}`);
+    expect(st.status).toBe(404);
+    expect(st.body.message).toMatch(/no history to answer asOf from: .*HISTORY_DIR=off/);
+    const h = await http('GET', `${off.url}/dashboard/api/history?${sel}&constMat=1M&asOf=${Math.floor(off.clock.now() - 10)}`);
+    expect(h.status).toBe(404);
+    // the live state is unchanged: its 24 h reference from memory
+    const live = await http('GET', `${off.url}/dashboard/api/state?${sel}`);
+    expect(live.status).toBe(200);
+    expect(live.body.asOf).toBeNull();
+  });
+});
