@@ -103,17 +103,19 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   app.removeContentTypeParser('text/plain');
   // OpenAPI (/openapi.json, /docs) and monitoring before the routes: they hook onRoute and onResponse.
   await registerOpenApi(app, opts.cache, undefined, apiKeys.length > 0);
+  const { cache } = opts;
+  // every data route reads `markets`: the live cache, or what was served at `asOf` (src/api/asOf.ts); the dashboard
+  // reads its store too (the 24 h reference, the series, the state as of a chosen time)
+  const markets = new Markets(cache, opts.history);
   if (opts.monitoring) {
     await installMonitoring(app, opts.monitoring, {
+      markets,
       metrics: { route: opts.metricsRoute !== false, auth: { metricsKey: opts.metricsKey, apiKeys, onReject: security.onReject } },
     });
   }
   // the dashboard's login page, with keys only (src/api/plugins/access.ts says what needs a key)
   if (sessions) await app.register(loginRoutes({ sessions, apiKeys, onReject: security.onReject }));
 
-  const { cache } = opts;
-  // every data route reads `markets`: the live cache, or what was served at `asOf` (src/api/asOf.ts)
-  const markets = new Markets(cache, opts.history);
   await app.register(healthRoutes(cache));
   await app.register(vanillaRoutes(markets));
   await app.register(ivRoutes(markets));

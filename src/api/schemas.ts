@@ -38,7 +38,7 @@ export const notional = z
   .min(-MAX_NOTIONAL, `Must be >= -${MAX_NOTIONAL} (the notional limit)`)
   .max(MAX_NOTIONAL, `Must be <= ${MAX_NOTIONAL} (the notional limit)`);
 /** A Unix time in seconds in a query string (coerced from text), 0 to MAX_UNIX_TIME_S. */
-const queryTimestampS = z.coerce
+export const queryTimestampS = z.coerce
   .number('Must be a Unix time in seconds')
   .finite('Must be a Unix time in seconds')
   .nonnegative('Must be a Unix time in seconds')

@@ -16,7 +16,7 @@
 import type { FeedStats } from '../domain/feeds.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import { VOLATILITY_MODELS, type FitDiagnostics, type SurfaceSnapshot, type VolatilityModel } from '../cache/snapshot.js';
-import { summarizeSurface, withDiffs, type IvSummaryEntryWithDiffs, type SurfaceHistory } from '../cache/history.js';
+import { summarizeSurface, withDiffs, type IvSummary, type IvSummaryEntryWithDiffs, type SurfaceHistory } from '../cache/history.js';
 import { d1d2 } from '../quant/black76.js';
 import { normCdf } from '../quant/normal.js';
 import { pairLabel, resolveSource, SUPPORTED_PAIRS, type Pair, type Source } from '../domain/markets.js';
@@ -147,6 +147,11 @@ export interface DashboardState {
   readonly options: ReadonlyArray<{ source: Source; pair: string; models: VolatilityModel[] }>;
   /** Wall-clock Unix seconds the state was built. */
   readonly generatedAt: number;
+  /**
+   * The past time (Unix s) the state shows, read from the history store (GET /dashboard/api/state?asOf=): the
+   * surface, curve and 24 h reference served then; null for the live state.
+   */
+  readonly asOf: number | null;
   /** Why the selection is not servable now (the API's 503 reason), or null. */
   readonly unavailable: { reason: string; message: string } | null;
   /** Data mode of the service (live, simulated, replay = historical). */
@@ -302,7 +307,15 @@ export function termPoint(snap: SurfaceSnapshot, expirationTimestamp: number, rm
  * and the constant maturities 1W..9M flagged `extrapolated` beyond the listed expiries.
  */
 export function termWithHistory(snap: SurfaceSnapshot, history: SurfaceHistory | null): { term: TermPoint[]; constMat: ConstMatTermPoint[]; dayAgoTimestamp: number | null } {
-  const past = history ? history.dayAgo(snap.source, snap.pair, snap.model, snap.observationTimestamp) : null;
+  return termAgainst(snap, history ? history.dayAgo(snap.source, snap.pair, snap.model, snap.observationTimestamp) : null);
+}
+
+/**
+ * The term structure of `snap` with the 24 h changes and reference figures measured against `past` (the iVSummary
+ * point of about 24 h before, however found: the in-memory history, or the history store read by the API layer;
+ * null: no reference, every change null), and the constant maturities flagged `extrapolated`.
+ */
+export function termAgainst(snap: SurfaceSnapshot, past: IvSummary | null): { term: TermPoint[]; constMat: ConstMatTermPoint[]; dayAgoTimestamp: number | null } {
   const diffs = withDiffs(summarizeSurface(snap), past);
   const byExpiry = new Map(diffs.listed.map((e) => [e.expirationTimestamp, e]));
   const pastByExpiry = new Map((past?.listed ?? []).map((e) => [e.expirationTimestamp, e]));
@@ -467,20 +480,36 @@ export function selectionVersion(cache: MarketCache, sel: DashboardSelection | n
   return `${sel.source}:${pairLabel(sel.pair)}:${sel.model}|${seqs}|${curve}|${funding}|${u}|${dashboardOptions(cache).length}`;
 }
 
-/** Build the whole state of `sel` (see the module comment). */
+/** Where {@link buildDashboardState} takes the 24 h reference from and which time it shows. */
+export interface DashboardStateSource {
+  /**
+   * The iVSummary point of about 24 h before the selected surface (read from the history store by the caller), or
+   * null for none; undefined: look it up in `cache.history` (the in-memory 24 h history).
+   */
+  readonly dayAgo?: IvSummary | null | undefined;
+  /** The past time `cache` stands at (an as-of cache, src/api/asOf.ts), Unix s; absent: live. */
+  readonly asOf?: number | undefined;
+}
+
+/**
+ * Build the whole state of `sel` (see the module comment) from `cache` (the live cache, or one holding what was
+ * served at `from.asOf`), the feed rows `feeds`, at wall time `wallNowS` (Unix s).
+ */
 export function buildDashboardState(
   cache: MarketCache,
   sel: DashboardSelection | null,
   feeds: readonly FeedPanel[],
   wallNowS: number,
   market: MarketMode = { mode: 'live' },
+  from: DashboardStateSource = {},
 ): DashboardState {
+  const asOf = from.asOf ?? null;
   const options = dashboardOptions(cache).map((o) => ({ source: o.source, pair: pairLabel(o.pair), models: o.models }));
-  if (!sel) return { selection: null, options, generatedAt: wallNowS, unavailable: null, market, surface: null, forwardCurve: null, funding: [], feeds };
+  if (!sel) return { selection: null, options, generatedAt: wallNowS, asOf, unavailable: null, market, surface: null, forwardCurve: null, funding: [], feeds };
   const held = VOLATILITY_MODELS.map((m) => cache.getSurface(sel.source, sel.pair, m)).filter((s): s is SurfaceSnapshot => s !== undefined);
   const snap = cache.getSurface(sel.source, sel.pair, sel.model);
   const u = cache.unavailable(sel.source, sel.pair, sel.model);
-  const th = snap ? termWithHistory(snap, cache.history) : null;
+  const th = snap ? (from.dayAgo === undefined ? termWithHistory(snap, cache.history) : termAgainst(snap, from.dayAgo)) : null;
   const surface: DashboardState['surface'] = snap && th
     ? {
         model: snap.model,
@@ -526,6 +555,7 @@ export function buildDashboardState(
     selection: { source: sel.source, baseCurrency: sel.pair.base, quoteCurrency: sel.pair.quote, volatilityModel: sel.model },
     options,
     generatedAt: wallNowS,
+    asOf,
     unavailable: u ? { reason: u.reason, message: u.message } : null,
     market,
     surface,

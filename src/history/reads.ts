@@ -291,6 +291,23 @@ export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS:
      ) ORDER BY observation_timestamp, o`;
 }
 
+/**
+ * SQL of the iVSummary series of one listed expiry (`expiry`, Unix s) of a key over [fromS, toS]: one point per
+ * `intervalS` (the first stored point of each interval, as {@link ivSummarySeriesSql}), oldest first; the columns
+ * of {@link ivSummarySeriesSql} (`const_mat` null). Points where the expiry was not listed are absent.
+ * @throws RangeError for a non-finite bound, interval or expiry
+ */
+export function ivSummaryExpirySeriesSql(ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, expiry: number): string {
+  const key = `source = ${lit(ref.source)} AND pair = ${lit(ref.pair)} AND model = ${lit(ref.model)}`;
+  return `WITH pts AS (
+       SELECT obs, sequence FROM (SELECT DISTINCT obs, sequence FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)})
+       QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
+     SELECT s.obs AS observation_timestamp, s.sequence, s.const_mat, s.expiry, s.atm_vol, s.delta25_skew, s.delta10_skew, s.delta25_bfly, s.delta10_bfly
+     FROM iv_summary s JOIN pts USING (obs, sequence)
+     WHERE ${key.replaceAll('source', 's.source').replaceAll('pair', 's.pair').replaceAll('model', 's.model')} AND s.const_mat IS NULL AND s.expiry = ${num(expiry)}
+     ORDER BY s.obs`;
+}
+
 /** The surface parameters series of a key over [fromS, toS]: one surface per `intervalS` (the first of each), as documents. */
 export async function surfaceSeries(store: HistoryStore, ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, limit: number): Promise<SurfaceSnapshotMessage[]> {
   const rows = await store.query(

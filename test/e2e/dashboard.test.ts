@@ -10,6 +10,9 @@
  * - honest status: live (simulated), reconnecting with a countdown when the stream is unreachable, the feed
  *   down (stale, greyed charts, the transport's countdown), a replay labelled historical with its data time;
  * - a bad or unsupported URL shows the API's message and falls back to a valid selection;
+ * - the "As of" picker (issue 24): a past time shows the surface served then (the numbers equal GET surface?asOf),
+ *   paused with a banner and not overwritten by the stream; "live" returns to live; a time with nothing served shows
+ *   the API's 404 message; a link with asOf opens at that time on a phone, the picker fitting the width;
  * - the phone page does not overflow horizontally; dark theme; ARIA labels and a live region;
  * - weight: bytes over the wire of every asset (ECharts compressed under 400 KB), SSE bytes per second
  *   averaged over 30 s (under 10 KB/s), first-render time; written to test-artifacts/dashboard-metrics.json.
@@ -390,6 +393,123 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
     const hist = await page.evaluate(() => ({ pts: (window as any).dashboard.history.points, n: (window as any).dashboard.charts.history.getOption().series[0].data.length }));
     expect(hist.n).toBe(hist.pts.length + 1); // + the current point
     expect(hist.pts[hist.pts.length - 1].t - hist.pts[0].t).toBeGreaterThan(20 * 3600);
+  });
+
+  it('the "As of" picker shows the surface served at a past time (= surface?asOf), paused with a banner; "live" returns to live', async () => {
+    const q = 'source=DERIBIT&baseCurrency=BTC&quoteCurrency=USD';
+    const model = await page.evaluate(() => (window as any).dashboard.state.selection.volatilityModel);
+    // 20 s before the surface shown, to the second (the picker's resolution): a surface recorded in the store (run
+    // alone, the service may be younger than that: wait)
+    const { asOf, rest } = await waitFor(
+      async () => {
+        const liveObs = await page.evaluate(() => (window as any).dashboard.state.surface.observationTimestamp);
+        const t = Math.floor(liveObs) - 20;
+        const r = await http('GET', `${B}/api/v1/global/data/surface?${q}&volatilityModel=${model}&asOf=${t}`);
+        return r.status === 200 ? { asOf: t, rest: r } : null;
+      },
+      40_000,
+      'a surface served 20 s before the one shown',
+      1000,
+    );
+    expect(rest.body.observationTimestamp).toBeLessThanOrEqual(asOf);
+    await page.fill('#asof-input', new Date(asOf * 1000).toISOString().slice(0, 19));
+    await page.waitForFunction((t) => (window as any).dashboard.asOf === t && (window as any).dashboard.state?.asOf === t, asOf, { timeout: 10_000 });
+    // the live stream keeps publishing; the page does not take it
+    await page.waitForTimeout(2500);
+    const shown = await page.evaluate(() => {
+      const v = (tr: Element, f: string) => Number((tr.querySelector(`[data-field=${f}]`) as HTMLElement).dataset.value);
+      const rows = [...document.querySelectorAll('#term-table tbody tr')].filter((tr: any) => tr.dataset.expiry);
+      const banner = document.getElementById('asof-banner')!;
+      return {
+        seq: Number(document.getElementById('seq')!.dataset.value),
+        obs: Number(document.getElementById('obs')!.dataset.value),
+        listed: rows.map((tr: any) => ({ expiry: Number(tr.dataset.expiry), atmVol: v(tr, 'atmVol'), forward: v(tr, 'forward'), text: tr.querySelector('[data-field=atmVol]').textContent })),
+        banner: banner.hidden ? null : banner.textContent,
+        badge: { kind: document.getElementById('live')!.dataset.kind, text: document.getElementById('live')!.textContent },
+        url: location.search,
+        input: (document.getElementById('asof-input') as HTMLInputElement).value,
+        liveEnabled: !(document.getElementById('asof-live') as HTMLButtonElement).disabled,
+      };
+    });
+    expect(shown.seq).toBe(rest.body.sequence);
+    expect(shown.obs).toBe(rest.body.observationTimestamp);
+    expect(shown.listed.map((t) => t.expiry)).toEqual(rest.body.expiries.map((e: any) => e.expirationTimestamp));
+    rest.body.expiries.forEach((e: any, i: number) => {
+      expect(shown.listed[i]!.atmVol).toBeCloseTo(e.atmVol, 12);
+      expect(shown.listed[i]!.forward / e.forwardPrice).toBeCloseTo(1, 12);
+      expect(shown.listed[i]!.text).toBe(`${(100 * e.atmVol).toFixed(2)} %`);
+    });
+    const iso = new Date(asOf * 1000).toISOString().replace('T', ' ').slice(0, 19);
+    expect(shown.banner).toContain(`As of ${iso} UTC — live updates paused`);
+    expect(shown.banner).toContain(`(seq ${rest.body.sequence})`);
+    expect(shown.badge).toEqual({ kind: 'asof', text: `as of ${iso} UTC · paused` });
+    expect(shown.url).toContain(`asOf=${asOf}`);
+    expect(shown.input).toBe(new Date(asOf * 1000).toISOString().slice(0, 19));
+    expect(shown.liveEnabled).toBe(true);
+    // the history series end at the chosen time, from the store
+    await page.waitForFunction((t) => (window as any).dashboard.history?.origin === 'store' && (window as any).dashboard.history.key.includes(`asOf=${t}`), asOf, { timeout: 10_000 });
+    const hist = await page.evaluate(() => (window as any).dashboard.history.points.map((p: any) => p.t));
+    expect(Math.max(...hist)).toBeLessThanOrEqual(asOf);
+    // how it looks at desktop width (test-artifacts/dashboard-asof-1280.png)
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-asof-1280.png') });
+    await page.screenshot({ path: path.join(ARTIFACTS, 'dashboard-asof-1280-full.png'), fullPage: true });
+    await page.setViewportSize({ width: 1440, height: 900 });
+
+    // back to live: the stream again, newer surfaces, no banner
+    await page.click('#asof-live');
+    await page.waitForFunction(
+      (s) => {
+        const d = (window as any).dashboard;
+        return d.asOf === null && d.state?.asOf === null && d.state.surface.sequence > s && document.getElementById('live')!.dataset.kind === 'on';
+      },
+      shown.seq,
+      { timeout: 20_000 },
+    );
+    expect(await page.evaluate(() => ({ banner: document.getElementById('asof-banner')!.hidden, url: location.search, input: (document.getElementById('asof-input') as HTMLInputElement).value }))).toEqual({
+      banner: true,
+      url: expect.not.stringContaining('asOf') as unknown as string,
+      input: '',
+    });
+
+    // a time with nothing served: the API's 404 message, and the page stays live
+    const old = asOf - 20 * 86400;
+    await page.fill('#asof-input', new Date(old * 1000).toISOString().slice(0, 19));
+    await page.waitForFunction(() => !document.getElementById('notice')!.hidden && /Nothing to show as of/.test(document.getElementById('notice')!.textContent!), null, { timeout: 10_000 });
+    const refused = await page.evaluate(() => ({ notice: document.getElementById('notice')!.textContent!, asOf: (window as any).dashboard.asOf, kind: document.getElementById('live')!.dataset.kind, surface: !!(window as any).dashboard.state.surface }));
+    const api = await http('GET', `${B}/api/v1/global/data/surface?${q}&volatilityModel=${model}&asOf=${old}`);
+    expect(api.status).toBe(404);
+    expect(refused.notice).toContain('history kept from');
+    expect(refused.notice).toMatch(/no \w+ surface of DERIBIT BTC\/USD was served at/);
+    expect(refused).toMatchObject({ asOf: null, kind: 'on', surface: true });
+    await page.evaluate(() => {
+      document.getElementById('notice')!.hidden = true;
+    });
+
+    // a phone (390x844) opened on a link with asOf: the picker fits, nothing overflows (test-artifacts/dashboard-asof-390.png)
+    const errors: string[] = [];
+    const phone = await openPage(browser, `${B}/?${q}&volatilityModel=${model}&asOf=${asOf}`, { width: 390, height: 844 }, 'light', errors);
+    const p = phone.page;
+    await p.waitForFunction((t) => (window as any).dashboard?.state?.asOf === t && (window as any).dashboard.state.surface, asOf, { timeout: 30_000 });
+    await p.waitForTimeout(800);
+    const m = await p.evaluate(() => {
+      const box = (id: string) => {
+        const r = document.getElementById(id)!.getBoundingClientRect();
+        return { left: r.left, right: r.right, width: r.width };
+      };
+      return { scrollWidth: document.documentElement.scrollWidth, input: box('asof-input'), live: box('asof-live'), banner: box('asof-banner'), seq: Number(document.getElementById('seq')!.dataset.value) };
+    });
+    expect(m.seq).toBe(rest.body.sequence);
+    expect(m.scrollWidth).toBeLessThanOrEqual(390);
+    for (const b of [m.input, m.live, m.banner]) {
+      expect(b.left).toBeGreaterThanOrEqual(0);
+      expect(b.right).toBeLessThanOrEqual(390);
+    }
+    expect(m.input.width).toBeGreaterThan(150);
+    await p.screenshot({ path: path.join(ARTIFACTS, 'dashboard-asof-390.png') });
+    await phone.ctx.close();
+    expect(errors).toEqual([]);
   });
 
   it('the model selector changes the emphasised fit, the RMSE label and the term structure; other models are optional', async () => {

@@ -291,6 +291,7 @@ const DashboardStateResult = z.object({
     .describe('The (source, pair, model) shown; null while nothing is known yet'),
   options: z.array(z.object({ source: z.string(), pair: z.string(), models: z.array(z.string()).describe('Models with a calibrated surface') })).describe('Every (source, pair) known, with the models held'),
   generatedAt: num().describe('Wall-clock time the state was built, Unix seconds'),
+  asOf: num().nullable().describe('The past time shown (query asOf, Unix seconds): the surface, curve and 24 h reference served then, from the history store; null when live'),
   unavailable: z
     .object({ reason: z.string().describe('not-connected, warming-up or stale'), message: z.string().describe('The 503 message of the API') })
     .nullable().describe('Why the API answers 503 for the selection now (its reason and message), or null'),
@@ -481,9 +482,9 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   'GET /dashboard/api/state': {
     tags: ['monitoring'],
     description:
-      'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs with call deltas, the fitted curve and fit diagnostics of every model held), ATM term structure with 25D/10D risk reversals and butterflies and their 24 h changes, constant maturities, forward curve, funding history (with periods per year) and feed status. Missing query fields default to the first expected pair (DERIBIT BTC/USD) and SVI. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login).',
+      'The live dashboard state of one (source, pair, model): smiles (mark, bid and ask IVs with call deltas, the fitted curve and fit diagnostics of every model held), ATM term structure with 25D/10D risk reversals and butterflies and their 24 h changes, constant maturities, forward curve, funding history (with periods per year) and feed status. With `asOf` (Unix seconds): the state as served then, from the history store (404 with the kept range when nothing was served then; 400 for a future time). Missing query fields default to the first expected pair (DERIBIT BTC/USD) and SVI. With API keys configured it needs header X-API-Key or the dashboard session cookie (set by logging in at /login).',
     response: DashboardStateResult,
-    errors: [400, 401],
+    errors: [400, 401, 404, 503],
   },
   'GET /dashboard/api/stream': {
     tags: ['monitoring'],
@@ -524,12 +525,17 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
   },
   'GET /dashboard/api/history': {
     tags: ['monitoring'],
-    description: 'The held 24 h history (one point per 5 min bucket, oldest first) of ATM vol and 25D/10D risk reversal and butterfly, for one listed expiry (`expiry`) or one constant maturity (`constMat`) of the selection.',
+    description:
+      'The 25 h history before now (or before `asOf`) of ATM vol and 25D/10D risk reversal and butterfly, one point per 5 min (oldest first), for one listed expiry (`expiry`) or one constant maturity (`constMat`) of the selection: read from the history store when there is one (the points GET iVSummary/history answers at interval 5m), else from the in-memory 24 h history. With `asOf` and no store: 404.',
     response: z.object({
       selection: z.object({ source: z.string(), baseCurrency: z.string(), quoteCurrency: z.string(), volatilityModel: z.string() }).nullable().describe('The (source, pair, model) of the series; null while nothing is known yet'),
+      origin: z.enum(['store', 'memory']).optional().describe('Where the points come from: the history store, or the in-memory history'),
+      from: num().optional().describe('Start of the range, Unix seconds'),
+      to: num().optional().describe('End of the range (now, or asOf), Unix seconds'),
+      intervalS: num().optional().describe('One point per this many seconds (the first of each)'),
       points: z.array(z.object({ t: num().describe('Observation time, Unix seconds'), atmVol: num().nullable(), delta25Skew: num().nullable(), delta25Bfly: num().nullable(), delta10Skew: num().nullable(), delta10Bfly: num().nullable() })),
     }),
-    errors: [400],
+    errors: [400, 404, 503],
   },
 };
 

@@ -5,7 +5,15 @@
  * (GET /dashboard/api/state), pushed live as Server-Sent Events (GET /dashboard/api/stream: a full `state`
  * at connection, then `patch`es with what changed and `feeds` rows, src/dashboard/stream.ts, checked every
  * `pushIntervalMs`: the focused expiry at every check, the others every 10 s; gzip-encoded with a flush after every event when the browser accepts gzip), and the
- * held 24 h history of one expiry or constant maturity (GET /dashboard/api/history).
+ * 24 h history of one expiry or constant maturity (GET /dashboard/api/history).
+ *
+ * With a history store (issue 24; `markets.history.store`, src/history): the 24 h reference of the term structure
+ * and of the smile's "24 h ago" overlay is the stored iVSummary point nearest to 24 h before the surface (one query
+ * per state built, src/history/reads.ts summaryNearest, the rule of GET iVSummary?asOf), and the history series are
+ * one query of the store over the 25 h before now (one point per 5 min, the points GET iVSummary/history?interval=5m
+ * answers); without one, both come from the in-memory history (cache.history). `asOf` (Unix s) on the state and the
+ * history: the state of what was served then (src/api/asOf.ts Markets.at: 400 for a future time, 404 when nothing
+ * was served then, with the API's message) and the 25 h of series before it.
  * SSE format: WHATWG HTML Living Standard, "Server-sent events" (event/data/retry fields, blank-line framed).
  * A bad selection is a 400 with the API's error body (the page shows its message and falls back).
  */
@@ -18,11 +26,17 @@ import fastifyCompress from '@fastify/compress';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { buildDashboardState, historySeries, resolveSelection, selectionVersion, type DashboardSelection, type DashboardState } from '../../dashboard/state.js';
+import { DIFF_HORIZON_S, DIFF_TOLERANCE_S, type IvSummary } from '../../cache/history.js';
+import type { MarketCache } from '../../cache/marketCache.js';
+import { VOLATILITY_MODELS, type SurfaceSnapshot } from '../../cache/snapshot.js';
+import { buildDashboardState, historySeries, resolveSelection, selectionVersion, type DashboardSelection, type DashboardState, type HistoryPoint } from '../../dashboard/state.js';
 import { DashboardDiffer } from '../../dashboard/stream.js';
+import { ivSummaryExpirySeriesSql, ivSummarySeriesSql, summaryNearest } from '../../history/reads.js';
+import type { Row } from '../../history/store.js';
 import type { Monitoring } from '../../metrics/monitoring.js';
-import { badRequest } from '../errors.js';
-import { BaseCurrencyValue, QuoteCurrencyValue, SourceValue, VolatilityModelValue } from '../schemas.js';
+import type { Markets, Need } from '../asOf.js';
+import { ApiError, badRequest } from '../errors.js';
+import { BaseCurrencyValue, QuoteCurrencyValue, queryTimestampS, SourceValue, VolatilityModelValue } from '../schemas.js';
 
 /** Folder of the page, its script and styles. */
 export const DASHBOARD_PUBLIC_DIR = fileURLToPath(new URL('../../dashboard/public/', import.meta.url));
@@ -38,6 +52,14 @@ export const DashboardQuery = z.object({
 });
 type DashboardQuery = z.infer<typeof DashboardQuery>;
 
+/** Query of the state and the history series: the selection and an optional past time. */
+export const DashboardAsOfQuery = DashboardQuery.extend({
+  asOf: queryTimestampS.optional().describe('Show what was served at this time (Unix seconds, history store); absent = live'),
+});
+
+/** Seconds of series the history answer covers before its end (now, or asOf): the in-memory history's 25 h. */
+export const DASHBOARD_HISTORY_S = 25 * 3600;
+
 /** Query of the stream: the selection and the expiry the tab looks at (sent at every check; others every 5 s). */
 export const DashboardStreamQuery = DashboardQuery.extend({
   expiry: z.coerce.number().int().positive().optional().describe('Focused expiry, Unix seconds (default: the listed expiry nearest 30 days)'),
@@ -45,7 +67,7 @@ export const DashboardStreamQuery = DashboardQuery.extend({
 });
 
 /** Query of the history series: the selection and one listed expiry or one constant maturity. */
-export const DashboardHistoryQuery = DashboardQuery.extend({
+export const DashboardHistoryQuery = DashboardAsOfQuery.extend({
   expiry: z.coerce.number().int().positive().optional().describe('Listed expiry, Unix seconds'),
   constMat: z.enum(['1W', '2W', '1M', '2M', '3M', '6M', '9M']).optional().describe('Constant maturity label'),
 });
@@ -54,21 +76,110 @@ export const DashboardHistoryQuery = DashboardQuery.extend({
 export interface DashboardRouteOptions {
   /** How often the stream checks for changes and sends the feed panel, ms (default 1000). */
   readonly pushIntervalMs?: number;
+  /**
+   * The markets of the data routes (src/api/asOf.ts), for the history store: the 24 h reference and the series are
+   * read from `markets.history.store` when it is open, and `asOf` states are built with `markets.at`. Absent: the
+   * in-memory history only, and `asOf` answers 404.
+   */
+  readonly markets?: Markets;
+}
+
+/** One stored series row (ivSummarySeriesSql columns) as a point of the page's series. */
+function historyPointOf(r: Row): HistoryPoint {
+  return {
+    t: r.observation_timestamp as number,
+    atmVol: r.atm_vol as number | null,
+    delta25Skew: r.delta25_skew as number | null,
+    delta25Bfly: r.delta25_bfly as number | null,
+    delta10Skew: r.delta10_skew as number | null,
+    delta10Bfly: r.delta10_bfly as number | null,
+  };
 }
 
 export const dashboardRoutes =
   (monitoring: Monitoring, opts: DashboardRouteOptions = {}): FastifyPluginAsyncZod =>
   async (app) => {
     const { cache } = monitoring;
+    const { markets } = opts;
     const pushIntervalMs = opts.pushIntervalMs ?? 1000;
     const streams = new Map<ServerResponse, () => void>();
+    const store = () => markets?.history.store ?? null;
+    const refOf = (sel: DashboardSelection) => ({ source: sel.source, pair: `${sel.pair.base}/${sel.pair.quote}`, model: sel.model });
 
-    // Last built state per (selection, version): many viewers of one selection cost one build.
-    let memo: { key: string; state: DashboardState } | null = null;
-    const stateOf = (sel: DashboardSelection | null): DashboardState => {
+    /**
+     * The stored iVSummary point about 24 h before `snap` (GET iVSummary's rule, read as GET iVSummary?asOf reads
+     * it), or undefined without a store (the builder then reads cache.history); a failed read falls back the same way.
+     */
+    const storedDayAgo = async (snap: SurfaceSnapshot | undefined): Promise<IvSummary | null | undefined> => {
+      const st = store();
+      if (!st || !snap) return undefined;
+      const ref = { source: snap.source, pair: `${snap.pair.base}/${snap.pair.quote}`, model: snap.model };
+      return summaryNearest(st, ref, snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, cache.history.bucketS).catch(() => undefined);
+    };
+
+    // Last built state per (selection, version): many viewers of one selection cost one build (and one store read).
+    let memo: { key: string; state: Promise<DashboardState> } | null = null;
+    const stateOf = (sel: DashboardSelection | null): Promise<DashboardState> => {
       const key = selectionVersion(cache, sel);
-      if (memo?.key !== key) memo = { key, state: buildDashboardState(cache, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market()) };
+      if (memo?.key !== key) {
+        const snap = sel ? cache.getSurface(sel.source, sel.pair, sel.model) : undefined;
+        const state = storedDayAgo(snap).then((dayAgo) => buildDashboardState(cache, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market(), { dayAgo }));
+        memo = { key, state };
+        state.catch(() => (memo?.state === state ? (memo = null) : undefined));
+      }
       return memo.state;
+    };
+
+    /**
+     * The state of `sel` as served at `asOf` (Unix s): the selected model's surface and the forward curve (required:
+     * 404 with the API's message when not served then), the other models' surfaces when they were served too, and
+     * the stored 24 h reference. Feed rows are today's (the feeds' status now); funding is not restored (empty).
+     * @throws ApiError 400 (future), 404 (no store, nothing served then), 503 (store being rebuilt)
+     */
+    const asOfState = async (sel: DashboardSelection, asOf: number): Promise<DashboardState> => {
+      if (!markets) throw new ApiError(404, 'no history to answer asOf from: this dashboard has no history store');
+      const own: Need[] = [
+        { source: sel.source, pair: sel.pair, model: sel.model },
+        { source: sel.source, pair: sel.pair, model: null },
+      ];
+      const others: Need[] = VOLATILITY_MODELS.filter((m) => m !== sel.model).map((model) => ({ source: sel.source, pair: sel.pair, model }));
+      let past: MarketCache;
+      try {
+        past = await markets.at(asOf, [...own, ...others]);
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.statusCode !== 404) throw err;
+        // some model was not served then: the selected one alone, then each other as it comes
+        past = await markets.at(asOf, own);
+        for (const n of others) {
+          const s = await markets.at(asOf, [n]).then((c) => c.getSurface(n.source, n.pair, n.model!), () => undefined);
+          if (s) past.putSurface(s);
+        }
+      }
+      const snap = past.getSurface(sel.source, sel.pair, sel.model);
+      const dayAgo = snap ? await summaryNearest(markets.storeFor(asOf), refOf(sel), snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, cache.history.bucketS) : null;
+      return buildDashboardState(past, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market(), { dayAgo, asOf });
+    };
+
+    /**
+     * ATM/RR/BF points of one expiry or constant maturity over the 25 h before `endS`: one store query (the first
+     * point of each in-memory bucket, 5 min), or the in-memory history without a store.
+     */
+    const seriesOf = async (sel: DashboardSelection, which: { expiry?: number | undefined; constMat?: string | undefined }, asOf: number | undefined) => {
+      const st = store();
+      const to = asOf ?? cache.clock.now();
+      const from = to - DASHBOARD_HISTORY_S;
+      const intervalS = cache.history.bucketS;
+      if (!st) {
+        if (asOf !== undefined) {
+          markets?.storeFor(asOf); // throws: 400 for a future time, else 404 saying why there is no store
+          throw new ApiError(404, 'no history to answer asOf from: this dashboard has no history store');
+        }
+        return { origin: 'memory' as const, from, to, intervalS, points: historySeries(cache.history, sel, which) };
+      }
+      if (asOf !== undefined) markets!.storeFor(asOf); // 400 for a future time, 503 while rebuilding
+      const sql = which.constMat !== undefined ? ivSummarySeriesSql(refOf(sel), from, to, intervalS, which.constMat) : ivSummaryExpirySeriesSql(refOf(sel), from, to, intervalS, which.expiry!);
+      const rows = await st.query(sql);
+      return { origin: 'store' as const, from, to, intervalS, points: rows.map(historyPointOf) };
     };
     const select = (q: DashboardQuery): DashboardSelection | null => {
       try {
@@ -94,11 +205,14 @@ export const dashboardRoutes =
     app.get('/', { schema: { hide: true } }, (_req, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html', DASHBOARD_PUBLIC_DIR));
     app.get('/dashboard', { schema: { hide: true } }, (_req, reply) => reply.redirect('/'));
 
-    app.get('/dashboard/api/state', { schema: { summary: 'Live dashboard state (JSON)', querystring: DashboardQuery } }, async (req, reply) => {
+    app.get('/dashboard/api/state', { schema: { summary: 'Dashboard state (JSON), live or as of a past time', querystring: DashboardAsOfQuery } }, async (req, reply) => {
       const sel = select(req.query);
+      const { asOf } = req.query;
+      if (asOf !== undefined && !sel) throw new ApiError(404, 'nothing to show as of a past time: no market is known yet');
+      const state = asOf !== undefined && sel ? await asOfState(sel, asOf) : await stateOf(sel);
       reply.type('application/json; charset=utf-8');
       // the same state as the stream, but with a fresh feed panel
-      return JSON.stringify({ ...stateOf(sel), feeds: monitoring.feedPanel(), generatedAt: monitoring.now() });
+      return JSON.stringify({ ...state, feeds: monitoring.feedPanel(), generatedAt: monitoring.now() });
     });
 
     app.get(
@@ -110,8 +224,8 @@ export const dashboardRoutes =
           throw badRequest('give expiry or constMat', [{ path: 'expiry', message: 'Required (or constMat)' }]);
         }
         if (!sel) return { selection: null, points: [] };
-        const points = historySeries(cache.history, sel, { expiry: req.query.expiry, constMat: req.query.constMat });
-        return { selection: { source: sel.source, baseCurrency: sel.pair.base, quoteCurrency: sel.pair.quote, volatilityModel: sel.model }, points };
+        const { origin, from, to, intervalS, points } = await seriesOf(sel, { expiry: req.query.expiry, constMat: req.query.constMat }, req.query.asOf);
+        return { selection: { source: sel.source, baseCurrency: sel.pair.base, quoteCurrency: sel.pair.quote, volatilityModel: sel.model }, origin, from, to, intervalS, points };
       },
     );
 
@@ -154,19 +268,27 @@ export const dashboardRoutes =
         streams.set(res, end);
         const differ = new DashboardDiffer({ others: q.others === '1' });
         const send = (event: string, data: string) => write(`event: ${event}\ndata: ${data}\n\n`);
-        const tick = () => {
+        // one tick at a time: a state build waiting on the store is not overtaken by the next tick
+        let busy = false;
+        const tick = async () => {
+          if (busy) return;
+          busy = true;
           try {
             const sel = resolveSelection(cache, q);
-            const ev = differ.next(stateOf(sel), Date.now(), q.expiry ?? null);
+            const state = await stateOf(sel);
+            if (res.writableEnded || res.destroyed) return;
+            const ev = differ.next(state, Date.now(), q.expiry ?? null);
             if (ev) send(ev.event, ev.data);
             const f = differ.feeds(monitoring.feedPanel(), monitoring.now());
             if (f) send(f.event, f.data);
           } catch (err) {
             send('error', JSON.stringify({ message: (err as Error).message }));
+          } finally {
+            busy = false;
           }
         };
-        tick();
-        const timer = setInterval(tick, pushIntervalMs);
+        void tick();
+        const timer = setInterval(() => void tick(), pushIntervalMs);
         const cleanup = () => {
           clearInterval(timer);
           streams.delete(res);

@@ -4,6 +4,9 @@
 // ECharts (/dashboard/vendor/echarts.min.js). Every number comes from the server's state
 // (src/dashboard/state.ts), computed as the REST API computes it; the page only interpolates the fitted grid
 // for the heatmap and places the 24 h-ago delta pillars (below). IVs arrive as fractions, shown in %.
+// As of a past time (the "As of" picker, UTC; `asOf` in the URL): the stream is closed and the page shows the
+// state GET /dashboard/api/state?asOf= builds from the history store (what was served then), with a banner saying
+// so, until "live" reopens the stream; a time with nothing served shows the API's message and keeps what was shown.
 'use strict';
 
 (function () {
@@ -28,11 +31,13 @@
   const deltaLabel = (d) => (Math.abs(d - 0.5) < 1e-9 ? '50Δ' : d > 0.5 ? `${Math.round((1 - d) * 100)}P` : `${Math.round(d * 100)}C`);
   const dark = () => window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches;
   const narrow = () => window.innerWidth < 640;
+  /** A strike axis label (k above 1000, rounded: the axis ends at unround strikes). */
+  const fmtAxisStrike = (v) => (v >= 1000 ? `${+(v / 1000).toPrecision(6)}k` : +v.toPrecision(6));
 
   /** Exposed for the end-to-end test and for curious users (window.dashboard). */
   const dash = {
     state: null, feeds: [], updates: 0, patches: 0, feedUpdates: 0, connected: false, focus: null, axis: 'strike', surfaceAxis: 'delta',
-    showOthers: false, compare: '', snapshots: {}, history: null, status: { kind: 'connecting', text: 'connecting' }, firstRenderMs: null,
+    showOthers: false, compare: '', snapshots: {}, history: null, asOf: null, status: { kind: 'connecting', text: 'connecting' }, firstRenderMs: null,
     charts: { smile: null, history: null, term: null, surface: null, forward: null, funding: null, smiles: {} }, errors: [],
   };
   window.dashboard = dash;
@@ -53,7 +58,92 @@
     return p;
   }
 
+  /** (Re)load what the page shows: the live stream, or the state as of the chosen past time. */
   function connect() {
+    if (dash.asOf !== null) void loadAsOf(dash.asOf);
+    else connectLive();
+  }
+
+  /** Unix s of a datetime-local value read as UTC ('YYYY-MM-DDTHH:MM[:SS]'), or null. */
+  function parseUtc(v) {
+    if (!v) return null;
+    const t = Date.parse(`${v.length === 16 ? `${v}:00` : v}Z`);
+    return Number.isFinite(t) ? t / 1000 : null;
+  }
+  /** The datetime-local value (UTC, to the second) of Unix s `t`. */
+  const utcValue = (t) => new Date(Math.floor(t) * 1000).toISOString().slice(0, 19);
+
+  let asOfSeq = 0;
+  /**
+   * Show the state as of Unix s `t`: closes the live stream, fetches GET /dashboard/api/state?asOf=t. A refusal
+   * (404 nothing served then, 400 a future time) shows the API's message and leaves the page as it was (live
+   * goes on streaming).
+   */
+  async function loadAsOf(t) {
+    const mine = ++asOfSeq;
+    const wasLive = dash.asOf === null;
+    const p = selectionParams(false);
+    p.set('asOf', String(t));
+    let res = null;
+    let body = {};
+    try {
+      res = await fetch(`/dashboard/api/state?${p.toString()}`, { headers: { accept: 'application/json' } });
+      body = await res.json();
+    } catch {
+      body = { message: 'the service did not answer' };
+    }
+    if (mine !== asOfSeq) return; // a later choice won
+    if (!res || !res.ok) {
+      showNotice(`Nothing to show as of ${fmtDateTime(t)}: ${body.message || `HTTP ${res ? res.status : '?'}`}`);
+      dash.errors.push(body.message || 'refused');
+      $('asof-input').value = dash.asOf !== null ? utcValue(dash.asOf) : '';
+      if (dash.asOf === null) {
+        // still live: drop a refused asOf from the link, and make sure the stream runs (a link opened at that time)
+        query.delete('asOf');
+        history.replaceState(null, '', query.toString() ? `?${query.toString()}` : location.pathname);
+        if (!es) connectLive();
+      }
+      if (res && res.status === 400 && body.details && body.details.some((d) => /source|Currency|volatilityModel/.test(String(d.path)))) fallBack(body);
+      return;
+    }
+    $('notice').hidden = true;
+    if (wasLive) {
+      if (es) es.close();
+      es = null;
+      clearTimeout(retryTimer);
+      retryAt = null;
+      dash.connected = false;
+      dash.history = null;
+    }
+    if (dash.asOf !== t) dash.history = null;
+    dash.asOf = t;
+    query.set('asOf', String(t));
+    dash.state = body;
+    const smiles = body.surface ? body.surface.smiles : [];
+    if (!smiles.some((x) => x.expirationTimestamp === dash.focus)) {
+      // the expiry nearest 30 days, as the stream chooses
+      let best = null;
+      for (const x of smiles) if (!best || Math.abs(x.T - 30 / 365) < Math.abs(best.T - 30 / 365)) best = x;
+      dash.focus = best ? best.expirationTimestamp : null;
+    }
+    dash.updates++;
+    pinSelection(body);
+    render();
+  }
+
+  /** Back to live: drop `asOf`, reopen the stream. */
+  function goLive() {
+    asOfSeq++;
+    dash.asOf = null;
+    query.delete('asOf');
+    history.replaceState(null, '', query.toString() ? `?${query.toString()}` : location.pathname);
+    $('asof-input').value = '';
+    dash.history = null;
+    connectLive();
+    render();
+  }
+
+  function connectLive() {
     if (es) es.close();
     clearTimeout(retryTimer);
     retryAt = null;
@@ -66,6 +156,7 @@
     });
     es.addEventListener('error', () => onStreamError());
     es.addEventListener('state', (ev) => {
+      if (dash.asOf !== null) return;
       const s = JSON.parse(ev.data);
       dash.state = s;
       if (s.focusExpiry && (!dash.focus || !s.surface || !s.surface.smiles.some((x) => x.expirationTimestamp === dash.focus))) dash.focus = s.focusExpiry;
@@ -74,6 +165,7 @@
       render();
     });
     es.addEventListener('patch', (ev) => {
+      if (dash.asOf !== null) return;
       applyPatch(JSON.parse(ev.data));
       dash.updates++;
       dash.patches++;
@@ -96,6 +188,7 @@
 
   /** The stream failed: find out why (the state endpoint answers the same query with a status and the API's message). */
   async function onStreamError() {
+    if (dash.asOf !== null) return; // the stream was closed on purpose
     dash.connected = false;
     if (es) es.close();
     es = null;
@@ -206,6 +299,9 @@
     if (dash.status.kind === 'auth') {
       kind = 'bad';
       text = 'sign-in required';
+    } else if (dash.asOf !== null) {
+      kind = 'asof';
+      text = `as of ${fmtDateTime(dash.asOf)} · paused`;
     } else if (!dash.connected) {
       kind = 'off';
       text = everOpened ? 'reconnecting' : 'connecting';
@@ -246,6 +342,35 @@
     if (dash.state) renderAge(null);
   }, 1000);
 
+  /** The as-of banner, the picker's value and bounds, the live button. */
+  function renderAsOf(s) {
+    const banner = $('asof-banner');
+    const input = $('asof-input');
+    const sf = s.surface;
+    $('asof-live').disabled = dash.asOf === null;
+    if (dash.asOf === null) {
+      banner.hidden = true;
+      // the picker cannot go past the data shown now
+      if (sf) input.max = utcValue(sf.observationTimestamp);
+      return;
+    }
+    if (document.activeElement !== input) input.value = utcValue(dash.asOf);
+    banner.hidden = false;
+    banner.dataset.asof = String(dash.asOf);
+    banner.textContent = `As of ${fmtDateTime(dash.asOf)} — live updates paused. `;
+    const more = document.createElement('span');
+    more.className = 'muted';
+    more.textContent = sf
+      ? `Showing the ${sf.model} surface published at ${fmtDateTime(sf.observationTimestamp)} (seq ${sf.sequence}) and its 24 h changes, from the history store; market quotes are not kept there, so the smiles show the fitted curves. `
+      : 'No surface was served then. ';
+    banner.appendChild(more);
+    const back = document.createElement('button');
+    back.type = 'button';
+    back.textContent = 'back to live';
+    back.addEventListener('click', goLive);
+    banner.appendChild(back);
+  }
+
   // ------------------------------------------------------------------ selectors
   function fillSelect(el, values, current, labels) {
     const key = values.join('|') + (labels ? labels.join('|') : '');
@@ -262,6 +387,13 @@
     if (current !== undefined && current !== null) el.value = String(current);
   }
 
+  /** The smile's coverage as the page shows it: as of a past time the store keeps no market quotes, so no quotes is not "partial". */
+  function coverageOf(sm) {
+    if (!sm.coverage) return null;
+    if (dash.asOf !== null && sm.quotes.length === 0) return { ...sm.coverage, partial: false, oneSided: null, notKept: true };
+    return sm.coverage;
+  }
+
   function renderSelectors(s) {
     if (!s.selection) return;
     const sel = s.selection;
@@ -270,7 +402,7 @@
     fillSelect($('sel-pair'), s.options.filter((o) => o.source === sel.source).map((o) => o.pair), pair);
     fillSelect($('sel-model'), ['SVI', 'SABR', 'VANNA_VOLGA'], sel.volatilityModel);
     const smiles = s.surface ? s.surface.smiles : [];
-    fillSelect($('sel-expiry'), smiles.map((x) => x.expirationTimestamp), dash.focus, smiles.map((x) => `${fmtDate(x.expirationTimestamp)} · ${(x.T * 365).toFixed(1)} d${x.coverage && x.coverage.partial ? ' · partial' : ''}`));
+    fillSelect($('sel-expiry'), smiles.map((x) => x.expirationTimestamp), dash.focus, smiles.map((x) => `${fmtDate(x.expirationTimestamp)} · ${(x.T * 365).toFixed(1)} d${coverageOf(x) && coverageOf(x).partial ? ' · partial' : ''}`));
   }
 
   function onSelect() {
@@ -299,7 +431,7 @@
     dash.history = null;
     $('sel-compare').value = '';
     dash.compare = '';
-    connect(); // the stream sends the focused expiry at every check
+    if (dash.asOf === null) connect(); // the stream sends the focused expiry at every check (an as-of state holds every smile)
     render();
   }
 
@@ -392,6 +524,7 @@
     const s = dash.state;
     if (!s) return;
     renderSelectors(s);
+    renderAsOf(s);
     const u = $('unavailable');
     if (s.unavailable) {
       u.hidden = false;
@@ -427,6 +560,12 @@
     const el = $('age');
     if (!sf || !lastGenerated) {
       el.textContent = '-';
+      return;
+    }
+    if (dash.asOf !== null) {
+      const before = Math.max(0, dash.asOf - sf.observationTimestamp);
+      el.dataset.value = String(before);
+      el.textContent = `${fmtAge(before)} before the chosen time`;
       return;
     }
     const now = lastGenerated.server + (Date.now() / 1000 - lastGenerated.local);
@@ -514,8 +653,10 @@
     $('smile-info').textContent = `${fmtDate(sm.expirationTimestamp)} · ${(sm.T * 365).toFixed(1)} d · F ${fmtPrice(sm.forward)} · ${model} RMSE ${diag ? diag.rmseVolPts.toFixed(2) : sm.rmseVolPts.toFixed(2)} vp · ${sm.quotes.length} quotes`;
     // flags: partial, one-sided, status, warnings
     const flags = [];
-    if (sm.coverage && sm.coverage.oneSided) flags.push({ t: `one-sided: ${sm.coverage.oneSided} only`, bad: true });
-    else if (sm.coverage && sm.coverage.partial) flags.push({ t: `partial: ${sm.quotes.length} quotes`, bad: true });
+    const cov = coverageOf(sm);
+    if (cov && cov.notKept) flags.push({ t: 'fitted curves only: market quotes are not kept in the history', bad: false });
+    else if (cov && cov.oneSided) flags.push({ t: `one-sided: ${cov.oneSided} only`, bad: true });
+    else if (cov && cov.partial) flags.push({ t: `partial: ${sm.quotes.length} quotes`, bad: true });
     if (diag && diag.status && diag.status !== 'fitted') flags.push({ t: `${model} ${diag.status}`, bad: diag.status !== 'repaired' });
     if (!sm.butterflyFree) flags.push({ t: 'butterfly arbitrage', bad: true });
     for (const w of (diag && diag.warnings) || []) flags.push({ t: w, bad: false });
@@ -611,7 +752,7 @@
         xAxis: {
           type: 'value', scale: true, inverse: axis === 'delta', min: axis === 'delta' ? 0 : 'dataMin', max: axis === 'delta' ? 1 : 'dataMax',
           name: axis === 'delta' ? 'call delta' : axis === 'k' ? 'ln(K/F)' : 'strike', nameLocation: 'middle', nameGap: 22,
-          axisLabel: { fontSize: 10, hideOverlap: true, formatter: (v) => (axis === 'delta' ? deltaLabel(v) : axis === 'k' ? v.toFixed(2) : v >= 1000 ? `${v / 1000}k` : v) },
+          axisLabel: { fontSize: 10, hideOverlap: true, formatter: (v) => (axis === 'delta' ? deltaLabel(v) : axis === 'k' ? v.toFixed(2) : fmtAxisStrike(v)) },
           splitLine: { show: false },
         },
         yAxis: { type: 'value', min: Math.floor((ymin - pad) / 5) * 5, max: Math.ceil((ymax + pad) / 5) * 5, name: 'IV %', nameLocation: 'middle', nameGap: 30, axisLabel: { fontSize: 10 } },
@@ -648,6 +789,7 @@
     if (!s || !s.selection || !dash.focus) return;
     const which = $('sel-history').value;
     const p = selectionParams(false);
+    if (dash.asOf !== null) p.set('asOf', String(dash.asOf));
     if (which) p.set('constMat', which);
     else p.set('expiry', String(dash.focus));
     const key = p.toString();
@@ -659,6 +801,7 @@
       const body = await r.json();
       if (dash.history && dash.history.key === key) {
         dash.history.points = body.points;
+        dash.history.origin = body.origin || 'memory';
         renderHistory();
       }
     } catch {
@@ -676,7 +819,8 @@
     const all = now && sf ? pts.concat([{ t: sf.observationTimestamp, ...now }]) : pts;
     const label = `History of ATM vol, risk reversals and butterflies of ${which || 'the selected expiry'}: ${all.length} points`;
     const chart = (dash.charts.history = chartIn($('history-chart'), label));
-    $('history-info').textContent = pts.length ? `${pts.length} points held since ${fmtDateTime(pts[0].t)}` : 'no history held yet for this expiry';
+    const origin = dash.history && dash.history.origin === 'memory' ? 'in memory' : 'in the history store';
+    $('history-info').textContent = pts.length ? `${pts.length} points ${origin} from ${fmtDateTime(pts[0].t)} to ${fmtDateTime(pts[pts.length - 1].t)}` : 'no history held for this expiry';
     const line = (name, f, axis, dashed) => ({
       id: name, name, type: 'line', xAxisIndex: axis, yAxisIndex: axis, showSymbol: false,
       data: all.filter((p) => num(f(p))).map((p) => [p.t * 1000, +(100 * f(p)).toFixed(3)]), lineStyle: dashed ? { type: 'dashed' } : {},
@@ -733,7 +877,8 @@
       if (box.children[i] !== card) box.insertBefore(card, box.children[i]);
       card.classList.toggle('focused', sm.expirationTimestamp === dash.focus);
       const diag = sm.diagnostics && sm.diagnostics[model];
-      const partial = sm.coverage && (sm.coverage.oneSided ? `one-sided (${sm.coverage.oneSided})` : sm.coverage.partial ? 'partial' : '');
+      const cov = coverageOf(sm);
+      const partial = cov && (cov.oneSided ? `one-sided (${cov.oneSided})` : cov.partial ? 'partial' : '');
       card.querySelector('.name').innerHTML = '';
       card.querySelector('.name').append(`${fmtDate(sm.expirationTimestamp)} · ${(sm.T * 365).toFixed(1)} d`);
       if (partial) {
@@ -759,7 +904,7 @@
         ...base(label),
         grid: { left: narrow() ? 28 : 36, right: 8, top: 8, bottom: 22 },
         tooltip: { trigger: 'item', confine: true, transitionDuration: 0 },
-        xAxis: { type: 'value', scale: true, axisLabel: { fontSize: 9, hideOverlap: true, formatter: (v) => (v >= 1000 ? `${v / 1000}k` : v) }, splitLine: { show: false }, splitNumber: narrow() ? 3 : 5 },
+        xAxis: { type: 'value', scale: true, axisLabel: { fontSize: 9, hideOverlap: true, formatter: fmtAxisStrike }, splitLine: { show: false }, splitNumber: narrow() ? 3 : 5 },
         yAxis: { type: 'value', min: Math.floor((ymin - pad) / 5) * 5, max: Math.ceil((ymax + pad) / 5) * 5, axisLabel: { fontSize: 9 } },
         series: [
           { id: 'bidask', name: 'bid/ask', type: 'custom', renderItem: errorBar, data: bars, clip: true, z: 1, itemStyle: { color: '#8a99a8' }, tooltip: { formatter: (p) => `${fmtStrike(p.value[0])}: bid ${p.value[1].toFixed(2)} % · ask ${p.value[2].toFixed(2)} %` } },
@@ -1058,7 +1203,7 @@
       latestEl.dataset.annualized = String(last.interest * f.periodsPerYear);
       latestEl.dataset.timestamp = String(last.timestamp);
       latestEl.dataset.instrument = f.instrumentId;
-    } else latestEl.textContent = '-';
+    } else latestEl.textContent = dash.asOf !== null ? '- (live only: the as-of view shows no funding; GET fundingRates?asOf= answers it)' : '-';
   }
 
   function renderFeeds() {
@@ -1150,6 +1295,15 @@
       rememberSnapshot(true);
       renderSmile();
     });
+    let asOfTimer = null;
+    $('asof-input').addEventListener('change', (e) => {
+      clearTimeout(asOfTimer);
+      const t = parseUtc(e.target.value);
+      if (t === null) return;
+      // one fetch once the picker settles, not one per field typed
+      asOfTimer = setTimeout(() => void loadAsOf(t), 400);
+    });
+    $('asof-live').addEventListener('click', goLive);
     $('sel-history').addEventListener('change', () => {
       dash.history = null;
       renderHistory();
@@ -1168,7 +1322,10 @@
         render();
       });
     }
-    connect();
+    // a link with asOf opens at that time (live when nothing was served then)
+    const t0 = query.get('asOf') !== null ? Number(query.get('asOf')) : NaN;
+    if (Number.isFinite(t0) && t0 > 0) void loadAsOf(t0);
+    else connect();
   }
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();
