@@ -299,13 +299,12 @@ export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS:
  */
 export function ivSummaryExpirySeriesSql(ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, expiry: number): string {
   const key = `source = ${lit(ref.source)} AND pair = ${lit(ref.pair)} AND model = ${lit(ref.model)}`;
-  return `WITH pts AS (
-       SELECT obs, sequence FROM (SELECT DISTINCT obs, sequence FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)})
-       QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
-     SELECT s.obs AS observation_timestamp, s.sequence, s.const_mat, s.expiry, s.atm_vol, s.delta25_skew, s.delta10_skew, s.delta25_bfly, s.delta10_bfly
-     FROM iv_summary s JOIN pts USING (obs, sequence)
-     WHERE ${key.replaceAll('source', 's.source').replaceAll('pair', 's.pair').replaceAll('model', 's.model')} AND s.const_mat IS NULL AND s.expiry = ${num(expiry)}
-     ORDER BY s.obs`;
+  const at = (stem: string) => `listed_${stem}[list_position(listed_exp, ${num(expiry)})]`;
+  return `SELECT obs AS observation_timestamp, sequence, NULL::VARCHAR AS const_mat, ${num(expiry)} AS expiry, ${at('atm')} AS atm_vol,
+       ${at('rr25')} AS delta25_skew, ${at('rr10')} AS delta10_skew, ${at('bf25')} AS delta25_bfly, ${at('bf10')} AS delta10_bfly
+     FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)} AND list_contains(listed_exp, ${num(expiry)})
+     QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1
+     ORDER BY obs`;
 }
 
 /** The surface parameters series of a key over [fromS, toS]: one surface per `intervalS` (the first of each), as documents. */

@@ -122,7 +122,9 @@ describe('as-of', () => {
     for (const p of j.body.points) expect(p.constMat).toBe('1M');
     // the first point is the first surface the service served: its figures are the iVSummary answer of that surface
     const first = j.body.points[0];
-    const live = await http('GET', `${B}/api/v1/global/data/iVSummary?${pairQ}&volatilityModel=SVI&asOf=${first.observationTimestamp}`);
+    await svc.history.recorder!.flush();
+    const published = (await svc.history.store!.query('SELECT published FROM surfaces WHERE model = $1 AND obs = $2 AND sequence = $3', ['SVI', first.observationTimestamp, first.sequence]))[0]!.published as number;
+    const live = await http('GET', `${B}/api/v1/global/data/iVSummary?${pairQ}&volatilityModel=SVI&asOf=${published}`);
     expect(live.body.observationTimestamp).toBe(first.observationTimestamp);
     const m1 = live.body.volatilityConstMat.find((e: any) => e.constMat === '1M');
     expect(first.atmVol).toBe(m1.atmVol);

@@ -69,7 +69,9 @@ describe('24 h changes after a restart', () => {
     });
     expect((byLabel.get('2W') as any).diffAtmVol).toBeNull();
     // as of the instant it answered: the same answer, changes included
-    const again = await http('GET', `${q}&asOf=${first.observationTimestamp}`);
+    await svc.history.recorder!.flush();
+    const published = (await svc.history.store!.query('SELECT max(published) AS p FROM surfaces WHERE model = $1 AND obs = $2', ['SVI', first.observationTimestamp]))[0]?.p as number;
+    const again = await http('GET', `${q}&asOf=${published}`);
     expect(again.body).toEqual(first);
   }, 120_000);
 });

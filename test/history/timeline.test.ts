@@ -50,7 +50,8 @@ describe('history timeline', () => {
     const store = await HistoryStore.open(':memory:');
     const cache = new MarketCache({ now: () => t0 + HOURS * 3600 }, 30);
     const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 1, flushMs: 60_000 });
-    for (const s of snaps) cache.putSurface(s);
+    // a past recorded after the fact: published at its observation time
+    for (const s of snaps) rec.recordPast(s);
     await rec.close();
 
     // series at 5 minutes: one point per interval, the first surface in it, with its own iVSummary figures
