@@ -60,6 +60,7 @@ export async function curveAsOf(store: HistoryStore, ref: Ref, asOf: number, loo
 function diagnosticsOf(f: Row): Record<string, unknown> {
   const rest = JSON.parse(f.diag_rest as string) as Record<string, unknown>;
   if (typeof f.diag_warnings === 'string') rest.warnings = JSON.parse(f.diag_warnings);
+  if (typeof f.diag_method === 'string') rest.method = f.diag_method;
   const out: Record<string, unknown> = {};
   let i = 0;
   for (const k of names(f.diag_names)) out[k] = k in rest ? rest[k] : f[`d${i++}`];
@@ -76,13 +77,16 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
     if (id < lo) lo = id;
     if (id > hi) hi = id;
   }
-  // a semi-join on the wanted ids (a hash join), inside [lo, hi] (zone maps: ids grow with time)
-  const fits = await store.query(`SELECT f.* FROM fits f SEMI JOIN (SELECT unnest($3::BIGINT[]) AS id) w ON f.fit_id = w.id WHERE f.fit_id BETWEEN $1 AND $2`, [
-    lo,
-    hi,
-    `[${ids.join(',')}]`,
-  ]);
-  const byId = new Map(fits.map((f) => [f.fit_id as number, f]));
+  // few ids (one surface): an IN list; many (a series): a semi-join; both inside [lo, hi] (zone maps: ids grow with
+  // time); the fits and the curves are read at once, on the store's two read connections
+  const fitsRead =
+    ids.length <= 64
+      ? store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND fit_id IN (${ids.map((id) => Math.trunc(id)).join(',')})`, [lo, hi])
+      : store.query(`SELECT f.* FROM fits f SEMI JOIN (SELECT unnest($3::BIGINT[]) AS id) w ON f.fit_id = w.id WHERE f.fit_id BETWEEN $1 AND $2`, [
+          lo,
+          hi,
+          `[${ids.join(',')}]`,
+        ]);
   const curveKeys = rows.map((r) => `('${String(r.source)}','${String(r.pair)}',${Number(r.sequence)},'${String(r.obs)}'::DOUBLE)`);
   let obsLo = Infinity;
   let obsHi = -Infinity;
@@ -90,11 +94,13 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
     obsLo = Math.min(obsLo, r.obs as number);
     obsHi = Math.max(obsHi, r.obs as number);
   }
-  const curves = await store.query(
+  const curvesRead = store.query(
     `SELECT c.* FROM forward_curves c JOIN (VALUES ${curveKeys.join(',')}) v(source, pair, sequence, obs) USING (source, pair, sequence, obs)
      WHERE c.obs BETWEEN $1 AND $2`,
     [obsLo, obsHi],
   );
+  const [fits, curves] = await Promise.all([fitsRead, curvesRead]);
+  const byId = new Map(fits.map((f) => [f.fit_id as number, f]));
   const curveOf = new Map(curves.map((c) => [`${String(c.source)}:${String(c.pair)}:${Number(c.sequence)}:${String(c.obs)}`, c]));
   const out: SurfaceSnapshotMessage[] = [];
   for (const r of rows) {

@@ -87,6 +87,7 @@ function sameFit(a: FitRow, b: FitRow): boolean {
     a.paramNames === b.paramNames &&
     a.diagNames === b.diagNames &&
     a.diagRest === b.diagRest &&
+    a.diagMethod === b.diagMethod &&
     a.diagWarnings === b.diagWarnings &&
     eq(a.params, b.params) &&
     eq(a.diagValues, b.diagValues)
@@ -249,10 +250,12 @@ export class HistoryRecorder {
     const rest: Record<string, unknown> = {};
     const order: string[] = [];
     let warnings: string | null = null;
+    let method: string | null = null;
     for (const [k, v] of Object.entries(sl.fit)) {
       if (v === undefined) continue;
       order.push(k);
       if (k === 'warnings') warnings = JSON.stringify(v);
+      else if (k === 'method' && typeof v === 'string') method = v;
       else if (typeof v === 'number' && Number.isFinite(v) && nums.length < FIT_DIAG_COLUMNS) nums.push(v);
       else rest[k] = v;
     }
@@ -270,6 +273,7 @@ export class HistoryRecorder {
       diagNames: order.join(','),
       diagValues: nums,
       diagRest: JSON.stringify(rest),
+      diagMethod: method,
       diagWarnings: warnings,
     };
   }

@@ -98,8 +98,10 @@ export interface FitRow {
   readonly diagNames: string;
   /** At most {@link FIT_DIAG_COLUMNS} (the recorder puts further numbers in diagRest). */
   readonly diagValues: readonly number[];
-  /** JSON of every other diagnostic field but `warnings` (few distinct texts: stored as a dictionary). */
+  /** JSON of every other diagnostic field but `method` and `warnings` (few distinct texts: stored as a dictionary). */
   readonly diagRest: string;
+  /** The `method` text (it quotes fitted numbers, so nearly every fit's differs: its own column, FSST-compressed). */
+  readonly diagMethod: string | null;
   /** JSON of `warnings` (null when absent). */
   readonly diagWarnings: string | null;
 }
@@ -166,7 +168,7 @@ const FIT_COLUMNS = [
   ...Array.from({ length: FIT_PARAM_COLUMNS }, (_, i) => `p${i} DOUBLE`),
   'diag_names VARCHAR',
   ...Array.from({ length: FIT_DIAG_COLUMNS }, (_, i) => `d${i} DOUBLE`),
-  'diag_rest VARCHAR', 'diag_warnings VARCHAR',
+  'diag_rest VARCHAR', 'diag_method VARCHAR', 'diag_warnings VARCHAR',
 ];
 
 const IV_COLUMNS = [
@@ -230,6 +232,8 @@ function appendFit(ap: DuckDBAppender, f: FitRow): void {
     else ap.appendNull();
   }
   ap.appendVarchar(f.diagRest);
+  if (f.diagMethod === null) ap.appendNull();
+  else ap.appendVarchar(f.diagMethod);
   if (f.diagWarnings === null) ap.appendNull();
   else ap.appendVarchar(f.diagWarnings);
   ap.endRow();
@@ -259,14 +263,15 @@ function toJs(v: unknown): unknown {
 export class HistoryStore {
   private writing: Promise<void> = Promise.resolve();
   private nextFitId = 1;
+  private nextRead = 0;
   private closed = false;
 
   private constructor(
     private readonly instance: DuckDBInstance,
     /** The writer's connection: writes, transactions, compaction (serialized). */
     private readonly conn: DuckDBConnection,
-    /** The readers' connection: sees committed data only (DuckDB MVCC), never a write's open transaction. */
-    private readonly readConn: DuckDBConnection,
+    /** The readers' connections (used in turn): see committed data only (DuckDB MVCC), never a write's open transaction. */
+    private readonly readConns: readonly DuckDBConnection[],
     /** The database file's path (`:memory:` for a store in memory). */
     readonly path: string,
   ) {}
@@ -279,12 +284,12 @@ export class HistoryStore {
   static async open(path: string, opts: { memoryLimit?: string; threads?: number } = {}): Promise<HistoryStore> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const instance = await DuckDBInstance.create(path, {
-      threads: String(opts.threads ?? 1),
+      threads: String(opts.threads ?? 2),
       memory_limit: opts.memoryLimit ?? '96MB',
     });
     const conn = await instance.connect();
     for (const sql of DDL) await conn.run(sql);
-    const store = new HistoryStore(instance, conn, await instance.connect(), path);
+    const store = new HistoryStore(instance, conn, [await instance.connect(), await instance.connect()], path);
     const r = await store.query('SELECT coalesce(max(fit_id), 0) AS m FROM fits');
     store.nextFitId = Number(r[0]?.m ?? 0) + 1;
     return store;
@@ -297,7 +302,8 @@ export class HistoryStore {
 
   /** Run a read query with positional parameters ($1, $2...) on the readers' connection; rows as plain JS objects. */
   async query(sql: string, params: Array<string | number | boolean | null> = []): Promise<Row[]> {
-    const reader = await this.readConn.runAndReadAll(sql, params as never);
+    const c = this.readConns[this.nextRead++ % this.readConns.length]!;
+    const reader = await c.runAndReadAll(sql, params as never);
     return reader.getRowObjectsJS().map((r) => {
       const o: Row = {};
       for (const [k, v] of Object.entries(r)) o[k] = toJs(v);
@@ -378,13 +384,12 @@ export class HistoryStore {
     chunk(b.funding, 'INSERT OR IGNORE INTO funding', (f) =>
       `(${str(f.source)},${str(f.instrumentId)},${dbl(f.timestamp)},${dbl(f.interest)},${str(f.base)},${str(f.quote)},${dbl(f.intervalHours)},${dbl(f.published)})`,
     );
-    // fits, the bulk (one per served slice per surface), through the appender: no SQL text to build and parse;
-    // sorted by key and expiry so that a fit sits next to the previous fit of its slice (the columns compress better)
+    // fits, the bulk (one per served slice per surface), through the appender: no SQL text to build and parse; in id
+    // order (the ids of one surface's fits are consecutive: its lookup reads one short stretch of the table)
     if (b.fits.length > 0) {
-      const fits = [...b.fits].sort((x, y) => (x.source + x.pair + x.model).localeCompare(y.source + y.pair + y.model) || x.expiry - y.expiry || x.obs - y.obs);
       const ap = await this.conn.createAppender('fits');
       try {
-        for (const f of fits) appendFit(ap, f);
+        for (const f of b.fits) appendFit(ap, f);
         ap.flushSync();
       } finally {
         ap.closeSync();
@@ -401,7 +406,7 @@ export class HistoryStore {
     try {
       await this.conn.run('CHECKPOINT');
     } finally {
-      this.readConn.closeSync();
+      for (const c of this.readConns) c.closeSync();
       this.conn.closeSync();
       this.instance.closeSync();
     }

@@ -94,20 +94,21 @@ export const historyRoutes =
         const sql = ivSummarySeriesSql(ref, from, to, intervalS, q.constMat ?? null);
         send(reply, q.format, `ivsummary-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
         if (q.format === 'parquet') return parquet(store, sql);
-        const rows = await store.query(sql);
+        // the rows become text inside DuckDB (its JSON and number formatting are shortest round-trip, like JS): tens of
+        // thousands of points never become JS objects (test/history/asOf.test.ts compares them with the store's doubles)
         const fields = ['observationTimestamp', 'sequence', 'constMat', 'expirationTimestamp', 'atmVol', 'delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly'] as const;
         const cols = ['observation_timestamp', 'sequence', 'const_mat', 'expiry', 'atm_vol', 'delta25_skew', 'delta10_skew', 'delta25_bfly', 'delta10_bfly'];
-        if (q.format === 'csv') return csv(fields, rows.map((r: Row) => cols.map((c) => r[c])));
-        return {
-          source: q.source,
-          baseCurrency: q.baseCurrency,
-          quoteCurrency: q.quoteCurrency,
-          volatilityModel: q.volatilityModel,
-          interval: q.interval,
-          from,
-          to,
-          points: rows.map((r: Row) => Object.fromEntries(fields.map((f, i) => [f, r[cols[i]!]]))),
-        };
+        const order = `ORDER BY observation_timestamp, array_position(['1W','2W','1M','2M','3M','6M','9M'], const_mat)`;
+        if (q.format === 'csv') {
+          const line = `concat_ws(',', ${cols.map((c) => `coalesce(CAST(${c} AS VARCHAR), '')`).join(', ')})`;
+          const text = (await store.query(`SELECT coalesce(string_agg(${line}, chr(10) ${order}), '') AS t FROM (${sql})`))[0]!.t as string;
+          return `${fields.join(',')}\n${text}${text ? '\n' : ''}`;
+        }
+        const obj = `json_object(${fields.map((f, i) => `'${f}', ${cols[i]}`).join(', ')})::VARCHAR`;
+        const points = (await store.query(`SELECT coalesce(string_agg(${obj}, ',' ${order}), '') AS j FROM (${sql})`))[0]!.j as string;
+        reply.header('content-type', 'application/json; charset=utf-8');
+        const head = { source: q.source, baseCurrency: q.baseCurrency, quoteCurrency: q.quoteCurrency, volatilityModel: q.volatilityModel, interval: q.interval, from, to };
+        return `${JSON.stringify(head).slice(0, -1)},"points":[${points}]}`;
       },
     );
 
