@@ -4,14 +4,18 @@
  * served at that time, read from the history store (src/history), instead of the live cache.
  *
  * {@link Markets.at} gives a route the MarketCache to read: the live one without `asOf`; with it, a cache holding
- * only what the request needs, rebuilt from the store with the calibrator's own constructors (src/kafka/rebuild.ts),
- * on a clock standing at `asOf` (so "expiry in the past" and every other rule are judged as they were then), judged
- * stale by document time (a surface is served at `asOf` only when it was published in the STALE_AFTER_S before it:
- * older, the service answered 503 then). The answer is therefore the one the service gave then, number for number,
- * and says which surface it used (`sequence` where the answer has one, `observationTimestamp`).
+ * only what the request needs: for each, the latest PUBLISHED at or before `asOf` (src/history/reads.ts), rebuilt
+ * with the calibrator's own constructors (src/kafka/rebuild.ts), on a clock standing at `asOf` (so "expiry in the
+ * past" and every other rule are judged as they were then), judged stale by document time (served at `asOf` only when
+ * observed at most STALE_AFTER_S before it, plus HISTORY_BUCKET_S beyond the full-resolution window: older, the service
+ * answered 503 then). The answer is therefore the one the service gave then, number for number, and says which
+ * surface it used (`sequence` where the answer has one, `observationTimestamp`). One difference stays: live, a
+ * disconnected feed or a pair without fresh market data answers 503 even when its last surface is young; as of a
+ * past time only the surface's own age counts.
  *
  * Errors: `asOf` later than the service clock: 400; no store (HISTORY_DIR=off, or it could not be opened): 404 that
- * says so; nothing served at `asOf` (before the kept range, a gap, or stale then): 404 that says which range is kept.
+ * says so; nothing served at `asOf` (before the kept range, a gap, or stale then): 404 that says which range is kept;
+ * the store being rebuilt from Kafka (an API replica's start): 503.
  * Rebuilt markets are memoized (a small LRU by key and `asOf`), so repeated queries of one instant cost one build.
  */
 import { MarketCache } from '../cache/marketCache.js';

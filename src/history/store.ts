@@ -10,23 +10,28 @@
  * SQLite would need a row per double or blobs we encode ourselves, and no Parquet.
  *
  * Tables (one row per published object; times are Unix seconds, DOUBLE):
- * - `surfaces`: one per published surface snapshot of (source, pair, model): sequence, observation time, spot,
- *   calibration time, its expiries' (expiry, T, forward) as lists, the ids of their fits in `fits`, the no-arbitrage
- *   status (JSON without the counts, which go into an integer list), skipped expiries (JSON), and `tier` (1 for the
- *   first snapshot of each HISTORY_BUCKET_S bucket of observation time per key: kept for the whole retention; 0:
- *   kept HISTORY_FULL_H).
- * - `fits`: one per distinct fit of one expiry (parameters and diagnostics); a snapshot that confirmed a fit refers
- *   to the same row, so an unchanged fit is stored once. Diagnostics are split into their numeric fields (a list of
- *   doubles under a list of names, both compressed) and the rest (JSON, mostly repeated texts).
+ * - `surfaces`: one per published surface snapshot of (source, pair, model): sequence, observation time, the time the
+ *   service published it (as-of answers select by it), spot, calibration time, its expiries' (expiry, T, forward) as
+ *   lists, the ids of their fits in `fits`, the no-arbitrage status (JSON without the counts, which go into an integer
+ *   list), skipped expiries (JSON), and `tier` (1 for the first snapshot of each HISTORY_BUCKET_S bucket of
+ *   observation time per key: kept for the whole retention; 0: kept HISTORY_FULL_H).
+ * - `fits`: one per distinct fit of one expiry; a snapshot that kept a fit unchanged refers to the same row. The
+ *   parameters in columns p0..p15 under their names (one dictionary-compressed text), the numeric diagnostics in
+ *   d0..d15 under theirs, the `method` text, the `warnings` (JSON) and the rest (JSON, a handful of distinct texts)
+ *   each in a column of its own. Written through DuckDB's appender, in id order.
  * - `forward_curves`: one per published forward curve (the curve of a surface is the one with the same
  *   (source, pair, sequence, observation time): the calibrator stamps both with one sequence).
- * - `iv_summary`: the iVSummary figures (ATM, 25/10-delta risk reversal and butterfly) of every tier-1 surface,
- *   per listed expiry and constant maturity: the series endpoints and the 24 h changes read them.
- * - `funding`: every funding point, unique by (source, instrument, timestamp).
+ * - `iv_summary`: the iVSummary figures (ATM, 25/10-delta risk reversal and butterfly) of one surface a bucket per
+ *   key, one wide row each: the constant maturities 1W..9M in columns (`atm_1m`...), the listed expiries as lists.
+ *   The series endpoints and the 24 h changes read them.
+ * - `funding`: every funding point, unique by (source, instrument, timestamp), with the time the service first held
+ *   it.
  *
  * Numbers cross into SQL as their shortest round-trip decimal text (ECMA-262 Number::toString) cast to DOUBLE by
- * DuckDB's correctly-rounded parser, so every double reads back bit-identical (test/history/store.test.ts).
- * Every write is one transaction; queries run on DuckDB's own threads (the event loop only builds the SQL text).
+ * DuckDB's correctly-rounded parser (or through the appender as doubles), so every double reads back bit-identical
+ * (test/history/store.test.ts). Every write is one transaction on the writer's connection; reads run on two
+ * connections of their own and see committed data only. DuckDB parses, plans and commits on its own threads; the
+ * event loop builds the SQL text and runs the appender (about 1 microsecond a fit).
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';

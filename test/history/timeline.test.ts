@@ -99,4 +99,29 @@ describe('history timeline', () => {
     expect(Number((await store.query('SELECT count(*) AS n FROM iv_summary WHERE obs < $1', [nowS - 1.5 * 3600]))[0]!.n)).toBe(0);
     await store.close();
   });
+
+  it('a past recorded while live surfaces flow changes neither tier; live updates already stored are skipped', async () => {
+    const store = await HistoryStore.open(':memory:');
+    const live = snaps.slice(480); // the last hour: live
+    const past = snaps.slice(0, 240); // an hour before: a rebuild recorded meanwhile
+    const clock = { t: live[0]!.observationTimestamp };
+    const cache = new MarketCache({ now: () => clock.t }, 30);
+    // the store held the live stream's first minute already (a replica restarting re-reads it)
+    const storedUpTo = new Map([['DERIBIT:BTC/USD:SVI', live[3]!.observationTimestamp]]);
+    const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 1, flushMs: 60_000, storedUpTo });
+    for (let i = 0; i < live.length; i++) {
+      clock.t = live[i]!.observationTimestamp + 0.1;
+      cache.putSurface(live[i]!);
+      rec.recordPast(past[i]!);
+    }
+    await rec.close();
+    expect(rec.stats.skipped).toBe(4);
+    const tiers = await store.query('SELECT obs, tier, published FROM surfaces ORDER BY obs');
+    expect(tiers).toHaveLength(past.length + live.length - 4);
+    // tier 1 exactly for the first surface of each minute, in both streams
+    for (const r of tiers) expect(r.tier, `obs ${String(r.obs)}`).toBe((r.obs as number) % BUCKET_S === 0 ? 1 : 0);
+    // live rows are published at the service clock, past ones at their observation time
+    for (const r of tiers) expect(r.published).toBe((r.obs as number) >= live[0]!.observationTimestamp ? (r.obs as number) + 0.1 : r.obs);
+    await store.close();
+  });
 });
