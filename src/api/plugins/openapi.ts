@@ -81,7 +81,8 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
   if (!response['200']) {
     const contentType = info?.responseContentType ?? 'application/json';
     const body = info?.response ?? (contentType === 'application/json' ? undefined : z.string());
-    if (body) response['200'] = { description: 'Success', content: { [contentType]: { schema: body } } };
+    const more = Object.fromEntries((info?.alsoContentTypes ?? []).map((t) => [t, { schema: z.string() }]));
+    if (body) response['200'] = { description: 'Success', content: { [contentType]: { schema: body }, ...more } };
   }
   for (const code of [...(info?.errors ?? defaultErrors(doc.url, method, schema)), 500]) {
     if (!response[String(code)]) {

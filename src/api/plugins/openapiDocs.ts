@@ -369,6 +369,8 @@ export interface RouteDoc {
   readonly response?: z.ZodType;
   /** Content type of the 200 response when not JSON. */
   readonly responseContentType?: string;
+  /** Further content types the 200 response may have (a `format` query parameter chooses), each a string body. */
+  readonly alsoContentTypes?: readonly string[];
   /** Error statuses the route can answer (besides 500). */
   readonly errors: readonly number[];
 }
@@ -451,6 +453,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     description:
       'History of the iVSummary figures per constant maturity (ATM vol, 25/10-delta risk reversal and butterfly) of one (source, pair, model) over [from, to] (default: the last 24 h), one point per interval (the first stored surface of each), from the history store (docs/operations.md "History"). format=csv gives the same rows as CSV, format=parquet as a Parquet file. A range of more than 100 000 rows is a 400; without a history store, a 404.',
     response: IvSummaryHistoryResult,
+    alsoContentTypes: ['text/csv', 'application/vnd.apache.parquet'],
     errors: MARKET_GET,
   },
   'GET /api/v1/global/data/surface/history': {
@@ -458,6 +461,7 @@ export const ROUTE_DOCS: Readonly<Record<string, RouteDoc>> = {
     description:
       'History of the calibrated surface of one (source, pair, model) over [from, to] (default: the last 24 h): one surface per interval (the first stored of each) with its expiries, forwards and model parameters. format=csv: one row per (surface, expiry), a column per parameter; format=parquet: the same rows as a Parquet file. More than 10 080 surfaces is a 400; without a history store, a 404.',
     response: SurfaceHistoryResult,
+    alsoContentTypes: ['text/csv', 'application/vnd.apache.parquet'],
     errors: MARKET_GET,
   },
   'POST /api/v1/global/scenarios/riskScenarios': {
