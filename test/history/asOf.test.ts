@@ -18,6 +18,8 @@ beforeAll(async () => {
   B = svc.url;
   await waitFor(async () => (await http('GET', `${B}/ready`)).status === 200, 60_000, '/ready 200');
   await waitFor(async () => (await http('GET', `${B}/api/v1/global/data/surface?${pairQ}&volatilityModel=SVI`)).body.expiries?.length >= 8, 30_000, 'whole listing');
+  // the funding history is fetched after the feed connects (at some simulated starts, after /ready)
+  await waitFor(async () => (await http('GET', `${B}/api/v1/global/data/fundingInstruments?source=DERIBIT`)).body.some?.((i: any) => i.instrumentId === 'BTC-PERPETUAL' && i.points > 0), 60_000, 'funding history');
 });
 
 afterAll(async () => {
@@ -148,6 +150,7 @@ describe('as-of', () => {
   });
 
   it('counts what it writes on /metrics', async () => {
+    await waitFor(() => svc.history.recorder!.stats.surfaces > 10, 30_000, 'surfaces recorded');
     await svc.history.recorder!.flush();
     const text = await (await fetch(`${B}/metrics`)).text();
     const rows = (table: string) => Number(new RegExp(`^volsurf_history_rows_total\\{table="${table}"\\} (\\S+)$`, 'm').exec(text)?.[1]);
