@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 type AcResult = Awaited<ReturnType<typeof autocannon>>;
-import { HistoryStore, IV_CONST_MATS, ivColumn } from '../src/history/store.js';
+import { HistoryStore, ivColumn } from '../src/history/store.js';
+import { IV_SUMMARY_CONST_MATS } from '../src/cache/history.js';
 import { QUICK, ask, forkBuilt, nextMessage, quantile, sleep, stopChild, waitReady, type BenchRow } from './lib.js';
 
 const MB = 1024 * 1024;
@@ -147,7 +148,7 @@ async function fillThirtyDays(sourcePath: string, path: string, days: number, en
      FROM ctpl, range(${minutes}) r(m) ORDER BY obs`,
   );
   await s.run(`CREATE TEMP TABLE itpl AS SELECT * FROM src.iv_summary QUALIFY row_number() OVER (PARTITION BY source, pair, model ORDER BY obs) = 1`);
-  const figures = IV_CONST_MATS.flatMap((l) => [
+  const figures = IV_SUMMARY_CONST_MATS.flatMap((l) => [
     `${ivColumn('exp', l)} + ${start} + m * 60 - obs`,
     ...['atm', 'rr25', 'rr10', 'bf25', 'bf10'].map((stem) => `${ivColumn(stem, l)} * (1 + 0.01 * random())`),
   ]);

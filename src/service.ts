@@ -270,14 +270,7 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
           metricsKey,
           metricsRoute: !ownMetricsListener,
           ...(stream ? { stream } : {}),
-          history: {
-            store: serviceHistory.store,
-            ...(serviceHistory.reason ? { reason: serviceHistory.reason } : {}),
-            sync: (asOf: number) => serviceHistory.sync(asOf),
-            pending: () => serviceHistory.pending(),
-            lookbackS: (asOf: number) =>
-              asOf >= clock.now() - config.HISTORY_FULL_H * 3600 ? config.STALE_AFTER_S : config.STALE_AFTER_S + config.HISTORY_BUCKET_S,
-          },
+          history: serviceHistory,
         });
   // the calibrator's health-only app gets /metrics too (calibration happens there)
   if (config.ROLE === 'calibrator') installMetrics(app, monitoring.metrics, { auth: metricsAuth, route: !ownMetricsListener });

@@ -24,7 +24,6 @@ export interface CompactionResult {
   readonly fits: number;
   readonly curves: number;
   readonly ivSummary: number;
-  readonly funding: number;
   readonly ms: number;
 }
 
@@ -45,7 +44,6 @@ export async function compact(store: HistoryStore, o: CompactionOptions): Promis
   const r = await store.transaction(async () => ({
     surfaces: await store.run('DELETE FROM surfaces WHERE obs < $1 AND (tier = 0 OR obs < $2)', [fullCut, keepCut]),
     ivSummary: await store.run('DELETE FROM iv_summary WHERE obs < $1', [keepCut]),
-    funding: 0,
     fits: await store.run('DELETE FROM fits WHERE obs < $1 AND fit_id NOT IN (SELECT unnest(fit_ids) FROM surfaces WHERE tier = 1)', [fitCut]),
     curves: await store.run(
       `DELETE FROM forward_curves c WHERE c.obs < $1 AND (c.tier = 0 OR c.obs < $2) AND NOT EXISTS
@@ -53,6 +51,6 @@ export async function compact(store: HistoryStore, o: CompactionOptions): Promis
       [fullCut, keepCut],
     ),
   }));
-  if (r.surfaces + r.fits + r.curves + r.ivSummary + r.funding > 0) await store.serialized(() => store.run('CHECKPOINT'));
+  if (r.surfaces + r.fits + r.curves + r.ivSummary > 0) await store.serialized(() => store.run('CHECKPOINT'));
   return { ...r, ms: performance.now() - t0 };
 }

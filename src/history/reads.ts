@@ -11,7 +11,8 @@
 import type { ForwardCurveMessage, SurfaceSnapshotMessage } from '../kafka/schemas.js';
 import { SCHEMA_VERSION } from '../kafka/schemas.js';
 import type { IvSummary } from '../cache/snapshot.js';
-import { IV_CONST_MATS, ivColumn, type HistoryStore, type Row } from './store.js';
+import { IV_SUMMARY_CONST_MATS } from '../cache/history.js';
+import { ivColumn, type HistoryStore, type Row } from './store.js';
 
 type Ref = { readonly source: string; readonly pair: string };
 
@@ -189,7 +190,7 @@ function summaryOf(r: Row): IvSummary {
     observationTimestamp: r.obs as number,
     listed: Object.freeze(listedExp.map((e, i) => Object.freeze({ expirationTimestamp: e, ...fig((stem) => (r[`listed_${stem}`] as Array<number | null>)[i] ?? null) }))),
     constMat: Object.freeze(
-      IV_CONST_MATS.filter((l) => typeof r[ivColumn('exp', l)] === 'number').map((l) =>
+      IV_SUMMARY_CONST_MATS.filter((l) => typeof r[ivColumn('exp', l)] === 'number').map((l) =>
         Object.freeze({ expirationTimestamp: r[ivColumn('exp', l)] as number, constMat: l, ...fig((stem) => r[ivColumn(stem, l)] ?? null) }),
       ),
     ),
@@ -285,7 +286,7 @@ function num(x: number): string {
  */
 export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, constMat: string | null): string {
   const key = `source = ${lit(ref.source)} AND pair = ${lit(ref.pair)} AND model = ${lit(ref.model)}`;
-  const labels = IV_CONST_MATS.filter((l) => constMat === null || l === constMat);
+  const labels = IV_SUMMARY_CONST_MATS.filter((l) => constMat === null || l === constMat);
   const one = (l: string, order: number) =>
     `SELECT obs AS observation_timestamp, sequence, ${lit(l)} AS const_mat, ${order} AS o, ${ivColumn('exp', l)} AS expiry, ${ivColumn('atm', l)} AS atm_vol,
        ${ivColumn('rr25', l)} AS delta25_skew, ${ivColumn('rr10', l)} AS delta10_skew, ${ivColumn('bf25', l)} AS delta25_bfly, ${ivColumn('bf10', l)} AS delta10_bfly
@@ -293,7 +294,7 @@ export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS:
   return `WITH pts AS (SELECT * FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)}
        QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
      SELECT observation_timestamp, sequence, const_mat, expiry, atm_vol, delta25_skew, delta10_skew, delta25_bfly, delta10_bfly FROM (
-       ${labels.map((l) => one(l, IV_CONST_MATS.indexOf(l))).join(' UNION ALL ')}
+       ${labels.map((l) => one(l, IV_SUMMARY_CONST_MATS.indexOf(l))).join(' UNION ALL ')}
      ) ORDER BY observation_timestamp, o`;
 }
 

@@ -109,6 +109,10 @@ export interface RecorderStats {
   lastFlushMs: number;
 }
 
+/**
+ * Records `cache.updates$` (and pasts given to {@link HistoryRecorder.recordPast}) into the store, one transaction per
+ * `flushMs` (module docstring). Never throws from an update: a row that cannot be built is logged and skipped.
+ */
 export class HistoryRecorder {
   private batch: HistoryBatch = emptyBatch();
   private retry: HistoryBatch[] = [];

@@ -53,6 +53,11 @@ export interface ServiceHistory {
   recordMissing(s: SurfaceSnapshot): void;
   /** While set: why as-of answers must wait (the Kafka rebuild in progress); null when ready. */
   pending(): string | null;
+  /**
+   * How far before `asOf` (Unix s) a surface may have been observed and still count as served then, seconds:
+   * `staleAfterS` within HISTORY_FULL_H of now, `staleAfterS` + HISTORY_BUCKET_S beyond (one surface a bucket kept).
+   */
+  lookbackS(asOf: number): number;
   /** Mark the history as being rebuilt until `done` settles (as-of answers 503 meanwhile). */
   rebuilding(done: Promise<unknown>, what: string): void;
   /** Run one compaction now (tests, tools). */
@@ -74,6 +79,7 @@ export async function startHistory(settings: HistorySettings, cache: MarketCache
     pastRecorder: async () => null,
     recordMissing: () => undefined,
     pending: () => null,
+    lookbackS: () => cache.staleAfterS,
     rebuilding: () => undefined,
     compactNow: async () => null,
     close: async () => undefined,
@@ -134,6 +140,7 @@ export async function startHistory(settings: HistorySettings, cache: MarketCache
       if (s.observationTimestamp < openedAtS && (newest === undefined || s.observationTimestamp > newest)) recorder.recordPast(s);
     },
     pending: () => rebuild,
+    lookbackS: (asOf) => (asOf >= cache.clock.now() - settings.HISTORY_FULL_H * 3600 ? cache.staleAfterS : cache.staleAfterS + settings.HISTORY_BUCKET_S),
     rebuilding(done, what) {
       rebuild = `the history store is being rebuilt from ${what}: as-of answers wait until it is done`;
       const clear = (): void => {

@@ -37,13 +37,12 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
 import type { IvSummary } from '../cache/snapshot.js';
+import { IV_SUMMARY_CONST_MATS } from '../cache/history.js';
 
 /** Parameter columns of a fit row (p0..p15): the most any model has is Vanna-Volga's 12. */
 export const FIT_PARAM_COLUMNS = 16;
 /** Numeric diagnostic columns of a fit row (d0..d15); further numeric fields go to the JSON of the rest. */
 export const FIT_DIAG_COLUMNS = 16;
-/** The constant maturities of the iVSummary rows, as column suffixes (src/cache/history.ts IV_SUMMARY_CONST_MATS). */
-export const IV_CONST_MATS = ['1W', '2W', '1M', '2M', '3M', '6M', '9M'] as const;
 /** The figures of an iVSummary entry, as column stems: expiry, ATM, 25/10-delta risk reversal and butterfly. */
 const IV_FIGURES = [
   ['exp', 'expirationTimestamp'],
@@ -178,7 +177,7 @@ const FIT_COLUMNS = [
 
 const IV_COLUMNS = [
   'source VARCHAR', 'pair VARCHAR', 'model VARCHAR', 'sequence BIGINT', 'obs DOUBLE',
-  ...IV_CONST_MATS.flatMap((l) => IV_FIGURES.map(([stem]) => `${ivColumn(stem, l)} DOUBLE`)),
+  ...IV_SUMMARY_CONST_MATS.flatMap((l) => IV_FIGURES.map(([stem]) => `${ivColumn(stem, l)} DOUBLE`)),
   ...IV_FIGURES.map(([stem]) => `listed_${stem} DOUBLE[]`),
 ];
 
@@ -382,7 +381,7 @@ export class HistoryStore {
     chunk(b.ivSummary, 'INSERT INTO iv_summary', (r) => {
       const m = r.summary;
       const byLabel = new Map(m.constMat.map((e) => [e.constMat, e]));
-      const cm = IV_CONST_MATS.flatMap((l) => IV_FIGURES.map(([, field]) => dbl((byLabel.get(l)?.[field] as number | null | undefined) ?? null)));
+      const cm = IV_SUMMARY_CONST_MATS.flatMap((l) => IV_FIGURES.map(([, field]) => dbl((byLabel.get(l)?.[field] as number | null | undefined) ?? null)));
       const listed = IV_FIGURES.map(([, field]) => nullableList(m.listed.map((e) => e[field] as number | null)));
       return `(${str(r.source)},${str(r.pair)},${str(r.model)},${r.sequence},${dbl(m.observationTimestamp)},${cm.join(',')},${listed.join(',')})`;
     });

@@ -6,6 +6,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
 import { pino } from 'pino';
 import { loadConfig } from '../../src/config.js';
 import { startService, type RunningService, type ServiceOverrides } from '../../src/service.js';
@@ -41,6 +43,32 @@ export async function startTestService(env: Record<string, string> = {}, overrid
       rmSync(historyDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * The REST base URL of a service started in a child process (stdout and stderr piped): the first `http://` url of
+ * its JSON log (src/main.ts; feed urls are ws://).
+ * @throws Error (rejects) when it exits first or does not listen within `timeoutMs`, with the end of its output
+ */
+export function listeningUrl(child: ChildProcess, what = 'child service', timeoutMs = 120_000): Promise<string> {
+  const lines: string[] = [];
+  child.stderr!.on('data', (d: Buffer) => lines.push(d.toString('utf8')));
+  return new Promise((resolve, reject) => {
+    const guard = setTimeout(() => reject(new Error(`${what} did not listen within ${timeoutMs / 1000} s:\n${lines.join('').slice(-3000)}`)), timeoutMs);
+    child.on('exit', (code) => reject(new Error(`${what} exited with ${code}:\n${lines.join('').slice(-3000)}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      lines.push(line);
+      try {
+        const j = JSON.parse(line) as { url?: string };
+        if (j.url?.startsWith('http://')) {
+          clearTimeout(guard);
+          resolve(j.url);
+        }
+      } catch {
+        /* not JSON */
+      }
+    });
+  });
 }
 
 /** Poll `check` every `everyMs` until it returns a truthy value or `timeoutMs` passes. */

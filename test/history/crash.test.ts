@@ -8,11 +8,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HistoryStore } from '../../src/history/store.js';
-import { http, waitFor } from '../helpers/service.js';
+import { http, listeningUrl, waitFor } from '../helpers/service.js';
 import { simStartEnv } from '../helpers/simClock.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -45,24 +44,7 @@ async function startChild(): Promise<{ url: string; child: ChildProcess }> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  const lines: string[] = [];
-  child.stderr!.on('data', (d: Buffer) => lines.push(d.toString('utf8')));
-  const url = await new Promise<string>((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`child did not listen within 120 s:\n${lines.join('').slice(-3000)}`)), 120_000);
-    child.on('exit', (code) => reject(new Error(`child exited with ${code}:\n${lines.join('').slice(-3000)}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      lines.push(line);
-      try {
-        const j = JSON.parse(line) as { url?: string };
-        if (j.url?.startsWith('http://')) {
-          clearTimeout(guard);
-          resolve(j.url);
-        }
-      } catch {
-        /* not JSON */
-      }
-    });
-  });
+  const url = await listeningUrl(child);
   await waitFor(async () => (await http('GET', `${url}/ready`)).status === 200, 60_000, '/ready 200');
   return { url, child };
 }

@@ -6,7 +6,7 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { createInterface } from 'node:readline';
+import { listeningUrl } from '../helpers/service.js';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -42,24 +42,7 @@ describe('the production build', () => {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     child = c;
-    const lines: string[] = [];
-    c.stderr!.on('data', (d: Buffer) => lines.push(d.toString('utf8')));
-    const url = await new Promise<string>((resolve, reject) => {
-      const guard = setTimeout(() => reject(new Error(`built service did not listen within 120 s:\n${lines.join('').slice(-3000)}`)), 120_000);
-      c.on('exit', (code) => reject(new Error(`built service exited with ${code}:\n${lines.join('').slice(-3000)}`)));
-      createInterface({ input: c.stdout! }).on('line', (line) => {
-        lines.push(line);
-        try {
-          const j = JSON.parse(line) as { url?: string };
-          if (j.url?.startsWith('http://')) {
-            clearTimeout(guard);
-            resolve(j.url);
-          }
-        } catch {
-          /* not JSON */
-        }
-      });
-    });
+    const url = await listeningUrl(c, 'built service');
     // every pair calibrated (the worker runs dist/streams/calibrationWorker.js, the simulators dist/.../process.js)
     const until = Date.now() + 180_000;
     let ready = await fetch(`${url}/ready`);

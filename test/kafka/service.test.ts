@@ -14,11 +14,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Kafka, logLevel } from 'kafkajs';
 import { ensureKafka, REPO_ROOT } from '../setup/kafka.js';
-import { http, startTestService, waitFor } from '../helpers/service.js';
+import { http, listeningUrl, startTestService, waitFor } from '../helpers/service.js';
 import type { RunningService } from '../../src/service.js';
 import { MarketCache } from '../../src/cache/marketCache.js';
 import { SimulatedClock } from '../../src/domain/clock.js';
@@ -288,23 +287,5 @@ async function startChild(env: Record<string, string>, children: ChildProcess[])
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  const lines: string[] = [];
-  child.stderr!.on('data', (d: Buffer) => lines.push(d.toString('utf8')));
-  return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`child did not listen within 120 s:\n${lines.join('').slice(-3000)}`)), 120_000);
-    child.on('exit', (code) => reject(new Error(`child exited with ${code}:\n${lines.join('').slice(-3000)}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
-      lines.push(line);
-      try {
-        const j = JSON.parse(line) as { msg?: string; url?: string };
-        // the first http:// url logged is where it listens (src/main.ts), feed urls are ws://
-        if (j.url?.startsWith('http://')) {
-          clearTimeout(guard);
-          resolve(j.url);
-        }
-      } catch {
-        /* not JSON */
-      }
-    });
-  });
+  return listeningUrl(child);
 }

@@ -22,7 +22,8 @@ import { badRequest } from '../errors.js';
 import { DetailCollector, resolvePair } from '../rules.js';
 import { HistoryRangeQuery, HISTORY_INTERVALS_S } from '../schemas.js';
 import { ivSummarySeriesSql, surfaceSeries } from '../../history/reads.js';
-import type { HistoryStore, Row } from '../../history/store.js';
+import type { HistoryStore } from '../../history/store.js';
+import { IV_SUMMARY_CONST_MATS } from '../../cache/history.js';
 
 /** Most rows one iVSummary/history answer holds (30 days at 1 minute of one constant maturity is 43 200). */
 export const MAX_SERIES_ROWS = 100_000;
@@ -30,7 +31,7 @@ export const MAX_SERIES_ROWS = 100_000;
 export const MAX_SURFACES = 10_081;
 
 const IvSeriesQuery = HistoryRangeQuery.extend({
-  constMat: z.enum(['1W', '2W', '1M', '2M', '3M', '6M', '9M']).optional().describe('One constant maturity; absent = all seven'),
+  constMat: z.enum(IV_SUMMARY_CONST_MATS).optional().describe('One constant maturity; absent = all seven'),
 });
 
 function csv(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<unknown>>): string {
@@ -50,11 +51,15 @@ async function parquet(store: HistoryStore, sql: string): Promise<Buffer> {
   }
 }
 
+/** The series routes (module docstring) over `markets` (its history store; 404 without one). */
 export const historyRoutes =
   (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
-    /** Validated range and key of a series query. */
-    const resolve = (q: z.infer<typeof HistoryRangeQuery>) => {
+    /**
+     * Validated range and key of a series query, at most `max` rows of `perInterval` each.
+     * @throws ApiError 400 (bad pair, from > to, too many rows: the message says how to narrow), 404 (no store)
+     */
+    const resolve = (q: z.infer<typeof HistoryRangeQuery>, perInterval: number, max: number, what: string, narrow: string) => {
       const errs = new DetailCollector();
       const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
       errs.throwIfAny('query');
@@ -62,9 +67,12 @@ export const historyRoutes =
       const to = q.to ?? now;
       const from = q.from ?? to - 86400;
       if (from > to) throw badRequest('from must be <= to', [{ path: 'from', message: 'Must be <= to' }]);
+      const intervalS = HISTORY_INTERVALS_S[q.interval];
+      const approx = Math.floor((to - from) / intervalS + 1) * perInterval;
+      if (approx > max) throw badRequest(`the range holds up to ${approx} ${what}, more than ${max}: ${narrow}`, [{ path: 'from', message: `At most ${max} ${what}` }]);
       const store = markets.storeFor(Math.min(from, now));
       const ref = { source: r!.source, pair: `${r!.pair.base}/${r!.pair.quote}`, model: q.volatilityModel };
-      return { store, ref, from, to, intervalS: HISTORY_INTERVALS_S[q.interval] };
+      return { store, ref, from, to, intervalS };
     };
     const send = (reply: { header(k: string, v: string): unknown }, format: string, name: string): void => {
       if (format === 'csv') reply.header('content-type', 'text/csv; charset=utf-8');
@@ -82,15 +90,8 @@ export const historyRoutes =
       },
       async (req, reply) => {
         const q = req.query;
-        const { store, ref, from, to, intervalS } = resolve(q);
-        const constMats = q.constMat ? 1 : 7;
-        const approx = Math.floor((to - from) / intervalS + 1) * constMats;
-        if (approx > MAX_SERIES_ROWS) {
-          throw badRequest(
-            `the range holds up to ${approx} rows, more than ${MAX_SERIES_ROWS}: shorten [from, to], take a coarser interval or name one constMat`,
-            [{ path: 'from', message: `At most ${MAX_SERIES_ROWS} rows` }],
-          );
-        }
+        const perInterval = q.constMat ? 1 : IV_SUMMARY_CONST_MATS.length;
+        const { store, ref, from, to, intervalS } = resolve(q, perInterval, MAX_SERIES_ROWS, 'rows', 'shorten [from, to], take a coarser interval or name one constMat');
         const sql = ivSummarySeriesSql(ref, from, to, intervalS, q.constMat ?? null);
         send(reply, q.format, `ivsummary-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
         if (q.format === 'parquet') return parquet(store, sql);
@@ -98,7 +99,7 @@ export const historyRoutes =
         // thousands of points never become JS objects (test/history/asOf.test.ts compares them with the store's doubles)
         const fields = ['observationTimestamp', 'sequence', 'constMat', 'expirationTimestamp', 'atmVol', 'delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly'] as const;
         const cols = ['observation_timestamp', 'sequence', 'const_mat', 'expiry', 'atm_vol', 'delta25_skew', 'delta10_skew', 'delta25_bfly', 'delta10_bfly'];
-        const order = `ORDER BY observation_timestamp, array_position(['1W','2W','1M','2M','3M','6M','9M'], const_mat)`;
+        const order = `ORDER BY observation_timestamp, array_position([${IV_SUMMARY_CONST_MATS.map((l) => `'${l}'`).join(',')}], const_mat)`;
         if (q.format === 'csv') {
           const line = `concat_ws(',', ${cols.map((c) => `coalesce(CAST(${c} AS VARCHAR), '')`).join(', ')})`;
           const text = (await store.query(`SELECT coalesce(string_agg(${line}, chr(10) ${order}), '') AS t FROM (${sql})`))[0]!.t as string;
@@ -122,13 +123,7 @@ export const historyRoutes =
       },
       async (req, reply) => {
         const q = req.query;
-        const { store, ref, from, to, intervalS } = resolve(q);
-        const approx = Math.floor((to - from) / intervalS + 1);
-        if (approx > MAX_SURFACES) {
-          throw badRequest(`the range holds up to ${approx} surfaces, more than ${MAX_SURFACES}: shorten [from, to] or take a coarser interval`, [
-            { path: 'from', message: `At most ${MAX_SURFACES} surfaces` },
-          ]);
-        }
+        const { store, ref, from, to, intervalS } = resolve(q, 1, MAX_SURFACES, 'surfaces', 'shorten [from, to] or take a coarser interval');
         const docs = await surfaceSeries(store, ref, from, to, intervalS, MAX_SURFACES);
         send(reply, q.format, `surface-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
         if (q.format === 'json') {
