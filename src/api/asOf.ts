@@ -16,14 +16,16 @@
  * Errors: `asOf` later than the service clock: 400; no store (HISTORY_DIR=off, or it could not be opened): 404 that
  * says so; nothing served at `asOf` (before the kept range, a gap, or stale then): 404 that says which range is kept;
  * the store being rebuilt from Kafka (an API replica's start): 503.
- * Rebuilt markets are memoized (a small LRU by key and `asOf`), so repeated queries of one instant cost one build.
+ * Rebuilt surfaces are memoized twice (small LRUs): by key and `asOf` (repeated queries of one instant cost one
+ * lookup), and by the stored surface itself (queries at different instants that the same surface served, e.g. a
+ * book priced at several times within a second, cost one read of its row, fits and curve and one rebuild).
  */
 import { MarketCache } from '../cache/marketCache.js';
 import type { Clock } from '../domain/clock.js';
 import type { Pair, Source } from '../domain/markets.js';
 import type { ForwardCurveSnapshot, SurfaceSnapshot, VolatilityModel } from '../cache/snapshot.js';
 import type { HistoryStore } from '../history/store.js';
-import { curveAsOf, keptRange, surfaceAsOf } from '../history/reads.js';
+import { curveAsOf, keptRange, surfaceById, surfaceIdAsOf } from '../history/reads.js';
 import { forwardCurveFromMessage, surfaceFromMessage } from '../kafka/rebuild.js';
 import { ApiError, badRequest } from './errors.js';
 
@@ -55,9 +57,34 @@ export interface HistoryAccess {
 const iso = (t: number): string => new Date(t * 1000).toISOString();
 const MEMO_SIZE = 256;
 
+/** A least-recently-used memo of promises; a promise that resolves to null or fails is forgotten (retried next time). */
+class PromiseMemo<T> {
+  private readonly map = new Map<string, Promise<T | null>>();
+  constructor(private readonly size: number) {}
+
+  get(key: string, make: () => Promise<T | null>): Promise<T | null> {
+    let p = this.map.get(key);
+    if (p) {
+      this.map.delete(key);
+      this.map.set(key, p);
+      return p;
+    }
+    p = make();
+    this.map.set(key, p);
+    // a miss is not kept (the instant may be committed a moment later); neither is a failure
+    p.then(
+      (v) => (v === null ? this.map.delete(key) : undefined),
+      () => this.map.delete(key),
+    );
+    while (this.map.size > this.size) this.map.delete(this.map.keys().next().value!);
+    return p;
+  }
+}
+
 /** The markets routes read: live, or as of a past time. */
 export class Markets {
-  private readonly memo = new Map<string, Promise<SurfaceSnapshot | ForwardCurveSnapshot | null>>();
+  private readonly byInstant = new PromiseMemo<SurfaceSnapshot | ForwardCurveSnapshot>(MEMO_SIZE);
+  private readonly bySurface = new PromiseMemo<SurfaceSnapshot>(MEMO_SIZE);
 
   /**
    * @param live the live cache
@@ -122,24 +149,20 @@ export class Markets {
   }
 
   private load(store: HistoryStore, n: Need, asOf: number, lookback: number): Promise<SurfaceSnapshot | ForwardCurveSnapshot | null> {
-    const key = `${n.source}:${n.pair.base}/${n.pair.quote}:${n.model ?? 'curve'}@${asOf}/${lookback}`;
-    let p = this.memo.get(key);
-    if (p) {
-      this.memo.delete(key);
-      this.memo.set(key, p);
-      return p;
-    }
-    const ref = { source: n.source, pair: `${n.pair.base}/${n.pair.quote}` };
-    p = n.model
-      ? surfaceAsOf(store, { ...ref, model: n.model }, asOf, lookback).then((m) => (m ? surfaceFromMessage(m) : null))
-      : curveAsOf(store, ref, asOf, lookback).then((m) => (m ? forwardCurveFromMessage(m) : null));
-    this.memo.set(key, p);
-    // a miss is not kept (the instant may be committed a moment later); neither is a failure
-    p.then(
-      (v) => (v === null ? this.memo.delete(key) : undefined),
-      () => this.memo.delete(key),
-    );
-    while (this.memo.size > MEMO_SIZE) this.memo.delete(this.memo.keys().next().value!);
-    return p;
+    const key = `${n.source}:${n.pair.base}/${n.pair.quote}:${n.model ?? 'curve'}`;
+    const pair = `${n.pair.base}/${n.pair.quote}`;
+    return this.byInstant.get(`${key}@${asOf}/${lookback}`, async () => {
+      if (!n.model) {
+        const m = await curveAsOf(store, { source: n.source, pair }, asOf, lookback);
+        return m ? forwardCurveFromMessage(m) : null;
+      }
+      const ref = { source: n.source, pair, model: n.model };
+      const id = await surfaceIdAsOf(store, ref, asOf, lookback);
+      if (!id) return null;
+      return this.bySurface.get(`${key}#${id.sequence}@${id.obs}`, async () => {
+        const m = await surfaceById(store, ref, id);
+        return m ? surfaceFromMessage(m) : null;
+      });
+    });
   }
 }

@@ -53,6 +53,7 @@ export async function curveAsOf(store: HistoryStore, ref: Ref, asOf: number, loo
   const rows = await store.query(
     `SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND published <= $3 AND obs <= $3 AND obs >= $4 ORDER BY published DESC, sequence DESC LIMIT 1`,
     [ref.source, ref.pair, asOf, asOf - lookbackS],
+    { prepared: true },
   );
   return rows[0] ? curveMessage(rows[0]) : null;
 }
@@ -66,6 +67,58 @@ function diagnosticsOf(f: Row): Record<string, unknown> {
   let i = 0;
   for (const k of names(f.diag_names)) out[k] = k in rest ? rest[k] : f[`d${i++}`];
   return out;
+}
+
+/**
+ * The surface document of a stored surface row, given its fit rows by id and its curve row; null when the curve or
+ * one of its fits is missing (not written, or compacted away).
+ */
+function surfaceMessage(r: Row, fitsById: ReadonlyMap<number, Row>, c: Row | undefined): SurfaceSnapshotMessage | null {
+  const fitRows = (r.fit_ids as number[]).map((id) => fitsById.get(id));
+  if (!c || fitRows.some((f) => f === undefined)) return null;
+  const { base, quote } = splitPair(r.pair as string);
+  const ex = r.expiries as number[];
+  const T = r.t as number[];
+  const F = r.forwards as number[];
+  let inputCount = 0;
+  const expiries = ex.map((e, i) => {
+    const f = fitRows[i]!;
+    const pn = names(f.param_names);
+    const pv = pn.map((_, j) => f[`p${j}`] as number);
+    inputCount += f.input_count as number;
+    return {
+      expirationTimestamp: e,
+      T: T[i]!,
+      forward: F[i]!,
+      parameters: Object.fromEntries(pn.map((k, j) => [k, pv[j]!])),
+      diagnostics: diagnosticsOf(f) as SurfaceSnapshotMessage['expiries'][number]['diagnostics'],
+      inputCount: f.input_count as number,
+    };
+  });
+  let arbitrage: SurfaceSnapshotMessage['arbitrage'];
+  if (typeof r.arbitrage === 'string') {
+    const a = JSON.parse(r.arbitrage) as Record<string, unknown>;
+    const cn = names(r.count_names);
+    const cv = r.count_values as number[];
+    a.counts = Object.fromEntries(cn.map((k, j) => [k, cv[j]!]));
+    arbitrage = a as SurfaceSnapshotMessage['arbitrage'];
+  }
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    source: r.source as SurfaceSnapshotMessage['source'],
+    baseCurrency: base as SurfaceSnapshotMessage['baseCurrency'],
+    quoteCurrency: quote as SurfaceSnapshotMessage['quoteCurrency'],
+    volatilityModel: r.model as SurfaceSnapshotMessage['volatilityModel'],
+    observationTimestamp: r.obs as number,
+    spot: r.spot as number,
+    sequence: r.sequence as number,
+    calibrationMs: r.calibration_ms as number,
+    inputCount,
+    forwardCurve: curveMessage(c).points,
+    expiries,
+    ...(arbitrage ? { arbitrage } : {}),
+    ...(typeof r.skipped === 'string' ? { skipped: JSON.parse(r.skipped) as SurfaceSnapshotMessage['skipped'] } : {}),
+  };
 }
 
 /** Surface documents of stored surface rows: joins their fits and curves (rows whose curve is missing are left out). */
@@ -105,54 +158,65 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
   const curveOf = new Map(curves.map((c) => [`${String(c.source)}:${String(c.pair)}:${Number(c.sequence)}:${String(c.obs)}`, c]));
   const out: SurfaceSnapshotMessage[] = [];
   for (const r of rows) {
-    const c = curveOf.get(`${String(r.source)}:${String(r.pair)}:${Number(r.sequence)}:${String(r.obs)}`);
-    const fitRows = (r.fit_ids as number[]).map((id) => byId.get(id));
-    if (!c || fitRows.some((f) => f === undefined)) continue;
-    const { base, quote } = splitPair(r.pair as string);
-    const ex = r.expiries as number[];
-    const T = r.t as number[];
-    const F = r.forwards as number[];
-    let inputCount = 0;
-    const expiries = ex.map((e, i) => {
-      const f = fitRows[i]!;
-      const pn = names(f.param_names);
-      const pv = pn.map((_, j) => f[`p${j}`] as number);
-      inputCount += f.input_count as number;
-      return {
-        expirationTimestamp: e,
-        T: T[i]!,
-        forward: F[i]!,
-        parameters: Object.fromEntries(pn.map((k, j) => [k, pv[j]!])),
-        diagnostics: diagnosticsOf(f) as SurfaceSnapshotMessage['expiries'][number]['diagnostics'],
-        inputCount: f.input_count as number,
-      };
-    });
-    let arbitrage: SurfaceSnapshotMessage['arbitrage'];
-    if (typeof r.arbitrage === 'string') {
-      const a = JSON.parse(r.arbitrage) as Record<string, unknown>;
-      const cn = names(r.count_names);
-      const cv = r.count_values as number[];
-      a.counts = Object.fromEntries(cn.map((k, j) => [k, cv[j]!]));
-      arbitrage = a as SurfaceSnapshotMessage['arbitrage'];
-    }
-    out.push({
-      schemaVersion: SCHEMA_VERSION,
-      source: r.source as SurfaceSnapshotMessage['source'],
-      baseCurrency: base as SurfaceSnapshotMessage['baseCurrency'],
-      quoteCurrency: quote as SurfaceSnapshotMessage['quoteCurrency'],
-      volatilityModel: r.model as SurfaceSnapshotMessage['volatilityModel'],
-      observationTimestamp: r.obs as number,
-      spot: r.spot as number,
-      sequence: r.sequence as number,
-      calibrationMs: r.calibration_ms as number,
-      inputCount,
-      forwardCurve: curveMessage(c).points,
-      expiries,
-      ...(arbitrage ? { arbitrage } : {}),
-      ...(typeof r.skipped === 'string' ? { skipped: JSON.parse(r.skipped) as SurfaceSnapshotMessage['skipped'] } : {}),
-    });
+    const doc = surfaceMessage(r, byId, curveOf.get(`${String(r.source)}:${String(r.pair)}:${Number(r.sequence)}:${String(r.obs)}`));
+    if (doc) out.push(doc);
   }
   return out;
+}
+
+/** Which stored surface was served at a time: its key's sequence and observation time, when published, its fits. */
+export interface SurfaceId {
+  readonly sequence: number;
+  /** Observation time, Unix s. */
+  readonly obs: number;
+  /** When the service published it, Unix s. */
+  readonly published: number;
+  readonly fitIds: readonly number[];
+}
+
+/** The latest-published-first order of the as-of rule, ties by sequence then observation time. */
+const PUBLISHED_ORDER = 'struct_pack(published := published, sequence := sequence, obs := obs)';
+
+/**
+ * Which surface of (source, pair, model) was served at `asOf` (the as-of rule of the module docstring): one
+ * aggregate over the key's rows observed in `[asOf - lookbackS, asOf]` (zone maps on obs bound the scan), returning
+ * only the winner's identity and fit ids (the surface's lists are read by {@link surfaceById}: a top-1 sort would
+ * carry every candidate's lists). Null when none was served.
+ */
+export async function surfaceIdAsOf(store: HistoryStore, ref: Ref & { readonly model: string }, asOf: number, lookbackS: number): Promise<SurfaceId | null> {
+  const rows = await store.query(
+    `SELECT max(${PUBLISHED_ORDER}) AS id, arg_max(fit_ids, ${PUBLISHED_ORDER}) AS fit_ids FROM surfaces
+     WHERE source = $1 AND pair = $2 AND model = $3 AND published <= $4 AND obs <= $4 AND obs >= $5`,
+    [ref.source, ref.pair, ref.model, asOf, asOf - lookbackS],
+    { prepared: true },
+  );
+  const id = rows[0]?.id as { published: number; sequence: number | bigint; obs: number } | null | undefined;
+  if (!id) return null;
+  return { published: id.published, sequence: Number(id.sequence), obs: id.obs, fitIds: rows[0]!.fit_ids as number[] };
+}
+
+/**
+ * The document of the stored surface `id` of (source, pair, model): its row, its fits and its forward curve read at
+ * once (three point lookups on the store's read connections). Null when a part is missing (compacted away since).
+ */
+export async function surfaceById(store: HistoryStore, ref: Ref & { readonly model: string }, id: SurfaceId): Promise<SurfaceSnapshotMessage | null> {
+  let lo = Infinity;
+  let hi = -Infinity;
+  for (const f of id.fitIds) {
+    if (f < lo) lo = f;
+    if (f > hi) hi = f;
+  }
+  const [rows, fits, curves] = await Promise.all([
+    store.query(`SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND obs = $4 AND sequence = $5`, [ref.source, ref.pair, ref.model, id.obs, id.sequence], {
+      prepared: true,
+    }),
+    id.fitIds.length === 0
+      ? Promise.resolve([])
+      : store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND list_contains($3::BIGINT[], fit_id)`, [lo, hi, `[${id.fitIds.join(',')}]`], { prepared: true }),
+    store.query(`SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND obs = $3 AND sequence = $4`, [ref.source, ref.pair, id.obs, id.sequence], { prepared: true }),
+  ]);
+  if (!rows[0]) return null;
+  return surfaceMessage(rows[0], new Map(fits.map((f) => [f.fit_id as number, f])), curves[0]);
 }
 
 /**
@@ -161,13 +225,8 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
  * observed more than `lookbackS` before `asOf` (the service answered 503 stale then).
  */
 export async function surfaceAsOf(store: HistoryStore, ref: Ref & { readonly model: string }, asOf: number, lookbackS: number): Promise<SurfaceSnapshotMessage | null> {
-  // obs <= published: the observation window bounds the scan (zone maps on obs)
-  const rows = await store.query(
-    `SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND published <= $4 AND obs <= $4 AND obs >= $5
-     ORDER BY published DESC, sequence DESC LIMIT 1`,
-    [ref.source, ref.pair, ref.model, asOf, asOf - lookbackS],
-  );
-  return (await surfaceMessages(store, rows))[0] ?? null;
+  const id = await surfaceIdAsOf(store, ref, asOf, lookbackS);
+  return id ? surfaceById(store, ref, id) : null;
 }
 
 /** Observation times of the oldest and newest stored surface (Unix s), or null for an empty store. */
@@ -291,7 +350,10 @@ export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS:
     `SELECT obs AS observation_timestamp, sequence, ${lit(l)} AS const_mat, ${order} AS o, ${ivColumn('exp', l)} AS expiry, ${ivColumn('atm', l)} AS atm_vol,
        ${ivColumn('rr25', l)} AS delta25_skew, ${ivColumn('rr10', l)} AS delta10_skew, ${ivColumn('bf25', l)} AS delta25_bfly, ${ivColumn('bf10', l)} AS delta10_bfly
      FROM pts WHERE ${ivColumn('exp', l)} IS NOT NULL`;
-  return `WITH pts AS (SELECT * FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)}
+  // only the columns the labels need (the window operator carries every column it is given: with the listed
+  // expiries' lists that was most of the query's time)
+  const columns = ['obs', 'sequence', ...labels.flatMap((l) => ['exp', 'atm', 'rr25', 'rr10', 'bf25', 'bf10'].map((stem) => ivColumn(stem, l)))];
+  return `WITH pts AS (SELECT ${columns.join(', ')} FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)}
        QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
      SELECT observation_timestamp, sequence, const_mat, expiry, atm_vol, delta25_skew, delta10_skew, delta25_bfly, delta10_bfly FROM (
        ${labels.map((l) => one(l, IV_SUMMARY_CONST_MATS.indexOf(l))).join(' UNION ALL ')}

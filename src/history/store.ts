@@ -35,7 +35,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection, type DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { IvSummary } from '../cache/snapshot.js';
 import { IV_SUMMARY_CONST_MATS } from '../cache/history.js';
 
@@ -260,6 +260,21 @@ function toJs(v: unknown): unknown {
   return v;
 }
 
+/** Read connections of a store: as-of lookups run three reads at once (src/history/reads.ts surfaceById). */
+const READ_CONNECTIONS = 3;
+/** Prepared statements kept per read connection (the hot as-of texts; see {@link HistoryStore.query}). */
+const PREPARED_PER_CONNECTION = 32;
+
+/**
+ * One read connection and its prepared statements. A DuckDB connection runs one statement at a time and a prepared
+ * statement holds its bound values until run, so a reader is held by one query from bind to result
+ * ({@link HistoryStore.query} takes a free one, or waits in turn).
+ */
+interface Reader {
+  readonly conn: DuckDBConnection;
+  readonly prepared: Map<string, DuckDBPreparedStatement>;
+}
+
 /**
  * The store. Open with {@link HistoryStore.open}; every method may throw what DuckDB throws (I/O errors, a file
  * locked by another process).
@@ -267,18 +282,21 @@ function toJs(v: unknown): unknown {
 export class HistoryStore {
   private writing: Promise<void> = Promise.resolve();
   private nextFitId = 1;
-  private nextRead = 0;
   private closed = false;
+  private readonly free: Reader[];
+  private readonly waiting: Array<(r: Reader) => void> = [];
 
   private constructor(
     private readonly instance: DuckDBInstance,
     /** The writer's connection: writes, transactions, compaction (serialized). */
     private readonly conn: DuckDBConnection,
-    /** The readers' connections (used in turn): see committed data only (DuckDB MVCC), never a write's open transaction. */
+    /** The readers' connections: see committed data only (DuckDB MVCC), never a write's open transaction. */
     private readonly readConns: readonly DuckDBConnection[],
     /** The database file's path (`:memory:` for a store in memory). */
     readonly path: string,
-  ) {}
+  ) {
+    this.free = readConns.map((conn) => ({ conn, prepared: new Map() }));
+  }
 
   /**
    * Open (creating when missing) the database at `path` (`:memory:` for tests and tools).
@@ -293,7 +311,9 @@ export class HistoryStore {
     });
     const conn = await instance.connect();
     for (const sql of DDL) await conn.run(sql);
-    const store = new HistoryStore(instance, conn, [await instance.connect(), await instance.connect()], path);
+    const readers: DuckDBConnection[] = [];
+    for (let i = 0; i < READ_CONNECTIONS; i++) readers.push(await instance.connect());
+    const store = new HistoryStore(instance, conn, readers, path);
     const r = await store.query('SELECT coalesce(max(fit_id), 0) AS m FROM fits');
     store.nextFitId = Number(r[0]?.m ?? 0) + 1;
     return store;
@@ -304,15 +324,49 @@ export class HistoryStore {
     return this.nextFitId++;
   }
 
-  /** Run a read query with positional parameters ($1, $2...) on the readers' connection; rows as plain JS objects. */
-  async query(sql: string, params: Array<string | number | boolean | null> = []): Promise<Row[]> {
-    const c = this.readConns[this.nextRead++ % this.readConns.length]!;
-    const reader = await c.runAndReadAll(sql, params as never);
-    return reader.getRowObjectsJS().map((r) => {
-      const o: Row = {};
-      for (const [k, v] of Object.entries(r)) o[k] = toJs(v);
-      return o;
-    });
+  private acquire(): Promise<Reader> {
+    const r = this.free.pop();
+    return r ? Promise.resolve(r) : new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(r: Reader): void {
+    const next = this.waiting.shift();
+    if (next) next(r);
+    else this.free.push(r);
+  }
+
+  /**
+   * Run a read query with positional parameters ($1, $2...) on a free read connection (or the next one to be
+   * freed); rows as plain JS objects. With `prepared`, the statement is prepared once per connection and kept (for
+   * the few fixed texts of hot lookups: parsing and planning cost about as much as the lookup itself); texts built
+   * per request are run unprepared.
+   */
+  async query(sql: string, params: Array<string | number | boolean | null> = [], opts: { prepared?: boolean } = {}): Promise<Row[]> {
+    const reader = await this.acquire();
+    try {
+      let result;
+      if (opts.prepared) {
+        let ps = reader.prepared.get(sql);
+        if (!ps) {
+          ps = await reader.conn.prepare(sql);
+          if (reader.prepared.size >= PREPARED_PER_CONNECTION) {
+            const [oldest, old] = reader.prepared.entries().next().value!;
+            old.destroySync();
+            reader.prepared.delete(oldest);
+          }
+          reader.prepared.set(sql, ps);
+        }
+        ps.bind(params as never);
+        result = await ps.runAndReadAll();
+      } else result = await reader.conn.runAndReadAll(sql, params as never);
+      return result.getRowObjectsJS().map((r) => {
+        const o: Row = {};
+        for (const [k, v] of Object.entries(r)) o[k] = toJs(v);
+        return o;
+      });
+    } finally {
+      this.release(reader);
+    }
   }
 
   /** Run a statement (DDL, COPY, DELETE, CHECKPOINT); resolves to the rows it changed. */
@@ -410,6 +464,7 @@ export class HistoryStore {
     try {
       await this.conn.run('CHECKPOINT');
     } finally {
+      for (const r of this.free) for (const ps of r.prepared.values()) ps.destroySync();
       for (const c of this.readConns) c.closeSync();
       this.conn.closeSync();
       this.instance.closeSync();

@@ -15,7 +15,8 @@ import { surfaceFromMessage } from '../../src/kafka/rebuild.js';
 import { HistoryStore } from '../../src/history/store.js';
 import { HistoryRecorder } from '../../src/history/recorder.js';
 import { compact } from '../../src/history/compaction.js';
-import { ivSummarySeriesSql, keptRange, surfaceAsOf } from '../../src/history/reads.js';
+import { ivSummarySeriesSql, keptRange, surfaceAsOf, surfaceIdAsOf } from '../../src/history/reads.js';
+import { Markets } from '../../src/api/asOf.js';
 import type { SurfaceSnapshot } from '../../src/cache/snapshot.js';
 import { SECONDS_PER_YEAR } from '../../src/domain/time.js';
 import { realChainCache } from '../helpers/realChainCache.js';
@@ -122,6 +123,57 @@ describe('history timeline', () => {
     for (const r of tiers) expect(r.tier, `obs ${String(r.obs)}`).toBe((r.obs as number) % BUCKET_S === 0 ? 1 : 0);
     // live rows are published at the service clock, past ones at their observation time
     for (const r of tiers) expect(r.published).toBe((r.obs as number) >= live[0]!.observationTimestamp ? (r.obs as number) + 0.1 : r.obs);
+    await store.close();
+  });
+
+  it('as of a time: the latest PUBLISHED at or before it (ties: the higher sequence), one read per stored surface', async () => {
+    const store = await HistoryStore.open(':memory:');
+    const clock = { t: snaps[0]!.observationTimestamp };
+    const cache = new MarketCache({ now: () => clock.t }, 30, [{ source: 'DERIBIT', pair: rc.pair }]);
+    const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 24, flushMs: 60_000 });
+    // publication delays (s after observation): surface 2 is published late, after surface 3; 4 and 5 at the same time
+    const delay = [0.1, 0.1, 20, 0.1, 0, 0.1];
+    const order = [0, 1, 3, 2, 4, 5];
+    const published = delay.map((d, i) => snaps[i]!.observationTimestamp + d);
+    published[4] = published[5]!;
+    for (const i of order) {
+      clock.t = published[i]!;
+      cache.putSurface(snaps[i]!);
+    }
+    await rec.close();
+    const at = async (asOf: number) => (await surfaceIdAsOf(store, ref, asOf, 30))?.sequence ?? null;
+    expect(await at(snaps[0]!.observationTimestamp + 0.05)).toBeNull(); // observed, not yet published
+    expect(await at(published[0]!)).toBe(1);
+    expect(await at(published[1]! + 1)).toBe(2);
+    expect(await at(published[3]!)).toBe(4); // 3 observed earlier but not yet published: 4 was served
+    expect(await at(published[2]! - 0.001)).toBe(4);
+    expect(await at(published[2]!)).toBe(3); // published last: what was served from then on
+    expect(await at(published[4]!)).toBe(6); // same publication time: the higher sequence
+    // at once (the store's read connections each hold one prepared statement; nothing mixes their bound values)
+    const instants = Array.from({ length: 60 }, (_, j) => snaps[0]!.observationTimestamp + j * 1.5);
+    const one = [];
+    for (const t of instants) one.push(await at(t));
+    expect(await Promise.all(instants.map(at))).toEqual(one);
+    expect(new Set(one).size).toBeGreaterThan(4);
+    // the whole document as read through the identity is the surface as recorded
+    expect(surfaceDocument(surfaceFromMessage((await surfaceAsOf(store, ref, published[2]!, 30))!))).toEqual(surfaceDocument(snaps[2]!));
+
+    // Markets: two instants the same surface served share one read and one rebuilt snapshot
+    const markets = new Markets(new MarketCache({ now: () => published[5]! + 1 }, 30, [{ source: 'DERIBIT', pair: rc.pair }]), { store });
+    const need = [{ source: 'DERIBIT' as const, pair: rc.pair, model: 'SVI' as const }];
+    const reads = { n: 0 };
+    const query = store.query.bind(store);
+    store.query = (sql, params, opts) => {
+      if (sql.includes('FROM fits')) reads.n++;
+      return query(sql, params, opts);
+    };
+    const a = (await markets.at(published[0]! + 0.5, need)).getSurface('DERIBIT', rc.pair, 'SVI');
+    const b = (await markets.at(published[0]! + 0.7, need)).getSurface('DERIBIT', rc.pair, 'SVI');
+    const c = (await markets.at(published[1]! + 0.5, need)).getSurface('DERIBIT', rc.pair, 'SVI');
+    expect(a).toBeDefined();
+    expect(b).toBe(a);
+    expect(c!.sequence).toBe(2);
+    expect(reads.n).toBe(2);
     await store.close();
   });
 });
