@@ -212,7 +212,9 @@ export async function surfaceById(store: HistoryStore, ref: Ref & { readonly mod
     }),
     id.fitIds.length === 0
       ? Promise.resolve([])
-      : store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND list_contains($3::BIGINT[], fit_id)`, [lo, hi, `[${id.fitIds.join(',')}]`], { prepared: true }),
+      : // a constant IN list (not prepared: its text varies): DuckDB prunes row groups by each id, so a fit kept from
+        // long before costs one more row group, not every one between
+        store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND fit_id IN (${id.fitIds.map((f) => Math.trunc(f)).join(',')})`, [lo, hi]),
     store.query(`SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND obs = $3 AND sequence = $4`, [ref.source, ref.pair, id.obs, id.sequence], { prepared: true }),
   ]);
   if (!rows[0]) return null;
