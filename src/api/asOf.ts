@@ -69,13 +69,14 @@ class PromiseMemo<T> {
       this.map.set(key, p);
       return p;
     }
-    p = make();
-    this.map.set(key, p);
+    const made = make();
+    this.map.set(key, made);
     // a miss is not kept (the instant may be committed a moment later); neither is a failure
-    p.then(
-      (v) => (v === null ? this.map.delete(key) : undefined),
-      () => this.map.delete(key),
-    );
+    const forget = (): void => {
+      if (this.map.get(key) === made) this.map.delete(key);
+    };
+    made.then((v) => (v === null ? forget() : undefined), forget);
+    p = made;
     while (this.map.size > this.size) this.map.delete(this.map.keys().next().value!);
     return p;
   }

@@ -60,8 +60,13 @@ describe('dashboard reads of the history store', () => {
     expect(d.status).toBe(200);
     expect(d.body.origin).toBe('store');
     expect(d.body.points.length).toBeGreaterThanOrEqual(2);
+    await svc.history.recorder!.flush();
     for (const p of [d.body.points[0], d.body.points[Math.floor(d.body.points.length / 2)], d.body.points.at(-1)]) {
-      const a = await http('GET', `${B}/api/v1/global/data/iVSummary?${sel}&asOf=${p.t}`);
+      // as of the instant the point's surface was published (observed at p.t, served from a moment later: the
+      // calibration's own time, longer on a loaded machine)
+      const row = (await svc.history.store!.query('SELECT max(published) AS p FROM surfaces WHERE model = $1 AND obs = $2', ['SVI', p.t]))[0]!;
+      const asOf = typeof row.p === 'number' ? row.p : p.t; // a seeded past point: published at its observation time
+      const a = await http('GET', `${B}/api/v1/global/data/iVSummary?${sel}&asOf=${asOf}`);
       expect(a.status).toBe(200);
       expect(a.body.observationTimestamp).toBe(p.t);
       const e = a.body.volatilityListed.find((x: any) => x.expirationTimestamp === expiry);

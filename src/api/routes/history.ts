@@ -105,11 +105,13 @@ export const historyRoutes =
           const text = (await store.query(`SELECT coalesce(string_agg(${line}, chr(10) ${order}), '') AS t FROM (${sql})`))[0]!.t as string;
           return `${fields.join(',')}\n${text}${text ? '\n' : ''}`;
         }
-        const obj = `json_object(${fields.map((f, i) => `'${f}', ${cols[i]}`).join(', ')})::VARCHAR`;
-        const points = (await store.query(`SELECT coalesce(string_agg(${obj}, ',' ${order}), '') AS j FROM (${sql})`))[0]!.j as string;
+        // one list of structs turned into JSON at once (the same text as a json_object per row joined by string_agg,
+        // for less CPU)
+        const struct = `struct_pack(${fields.map((f, i) => `"${f}" := ${cols[i]}`).join(', ')})`;
+        const points = (await store.query(`SELECT coalesce(to_json(list(${struct} ${order}))::VARCHAR, '[]') AS j FROM (${sql})`))[0]!.j as string;
         reply.header('content-type', 'application/json; charset=utf-8');
         const head = { source: q.source, baseCurrency: q.baseCurrency, quoteCurrency: q.quoteCurrency, volatilityModel: q.volatilityModel, interval: q.interval, from, to };
-        return `${JSON.stringify(head).slice(0, -1)},"points":[${points}]}`;
+        return `${JSON.stringify(head).slice(0, -1)},"points":${points}}`;
       },
     );
 
