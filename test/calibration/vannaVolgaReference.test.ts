@@ -132,6 +132,9 @@ const key = (r: VvRow): string => `${r.chain} ${r.expiry}`;
  * and serves its wing rule beyond them; the reference fits the quotes whose own mark's call delta is 0.10 to 0.90 (12:
  * also 7000, mark 123.30, served 120.05 by the put wing, and 12500, mark 104.56, served 102.81). A stale entry (gap
  * back within 0.05 vp) fails too, so that this list stays what is measured.
+ * Near the goal, and meeting it: schepal 2020-05-22 (gap 0.049959 vp, measured 2026-11-27): the service fits 12 of its 16
+ * core quotes (its Hampel filter drops 2 marks, among them 9250 marked 76.87 below its own bid 80.07, and its read-off
+ * band 2 more); a change of the service's fit that moves it by 4e-5 vp puts it on this list.
  */
 const GAP_EXCEPTIONS: ReadonlyMap<string, { measured: number; bound: number }> = new Map([['schepal 2020-05-29T08', { measured: 0.102, bound: 0.15 }]]);
 
@@ -155,8 +158,8 @@ beforeAll(async () => {
     for (const { id, view } of await recordedChainViews(src, file)) measure(id, view, new Map());
   }
   measureMs = performance.now() - t0;
-  const f = (x: number): string => x.toFixed(2).padStart(6);
-  const lines = ['chain / expiry            T(d)   n core | served   ref    gap | ref bfly | served: status repaired diagCost | in-spread served ref (two-sided core)'];
+  const f = (x: number): string => x.toFixed(3).padStart(7);
+  const lines = ['chain / expiry            T(d)   n core |  served     ref     gap | ref bfly | served: status repaired diagCost | in-spread served ref (two-sided core)'];
   for (const r of rows) {
     lines.push(
       `${key(r).padEnd(28)} ${(r.T * 365).toFixed(2).padStart(7)} ${String(r.quotes).padStart(3)} ${String(r.core).padStart(4)} | ${f(r.servedRmse)} ${f(r.refRmse)} ${f(r.gap)} | ${r.refFree ? '   y' : '   N'}     | ${r.status} ${r.repaired ? 'Y' : 'n'} ${r.diagRepairCost === null ? '-' : r.diagRepairCost.toFixed(3)} | ${r.servedIn}/${r.twoSided} ${r.refIn}/${r.twoSided} (starts agreeing ${r.agreeing})`,
@@ -260,6 +263,8 @@ describe('issue 26 goals for Vanna-Volga on every real chain and on the simulato
       beyond.push(`${l}${r.refFree ? '' : ' (reference not arbitrage-free)'}`);
     }
     console.log(`VV gap > 0.05 vp (${beyond.length}):\n  ${beyond.join('\n  ')}`);
+    const near = rows.filter((r) => r.gap > 0.03 && r.gap <= 0.05).map((r) => `${key(r)} gap ${r.gap.toFixed(6)}`);
+    console.log(`VV gap within 0.02 vp below the goal (${near.length}): ${near.join('; ') || 'none'}`);
     for (const r of rows) {
       const l = `${key(r)} served ${r.servedRmse.toFixed(3)} ref ${r.refRmse.toFixed(3)} gap ${r.gap.toFixed(3)}`;
       const ex = GAP_EXCEPTIONS.get(key(r));
