@@ -133,8 +133,8 @@ const key = (r: VvRow): string => `${r.chain} ${r.expiry}`;
  * also 7000, mark 123.30, served 120.05 by the put wing, and 12500, mark 104.56, served 102.81). A stale entry (gap
  * back within 0.05 vp) fails too, so that this list stays what is measured.
  * Near the goal, and meeting it: schepal 2020-05-22 (gap 0.049959 vp, measured 2026-11-27): the service fits 12 of its 16
- * core quotes (its Hampel filter drops 2 marks, among them 9250 marked 76.87 below its own bid 80.07, and its read-off
- * band 2 more); a change of the service's fit that moves it by 4e-5 vp puts it on this list.
+ * core quotes (its Hampel filter drops the 9250 and 9500 marks, 76.87 (below its own bid, 80.07) and 75.97, and its
+ * read-off band 2 more); a change of the service's fit that moves it by 4e-5 vp puts it on this list.
  */
 const GAP_EXCEPTIONS: ReadonlyMap<string, { measured: number; bound: number }> = new Map([['schepal 2020-05-29T08', { measured: 0.102, bound: 0.15 }]]);
 
