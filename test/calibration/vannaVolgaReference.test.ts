@@ -252,7 +252,7 @@ describe('issue 26 goals for Vanna-Volga on every real chain and on the simulato
       expect(r.agreeing, l).toBeGreaterThanOrEqual(2);
     }
     const rel = rows.map((r) => (r.objectiveAtServed - r.refObjective) / r.refObjective);
-    console.log(`served pillars over the reference optimum on its objective: smallest ${Math.min(...rel).toExponential(2)}, median ${median(rel).toExponential(2)} (relative); starts agreeing: fewest ${Math.min(...rows.map((r) => r.agreeing))} of 6`);
+    console.log(`served pillars over the reference optimum on its objective: smallest ${Math.min(...rel).toExponential(2)}, median ${median(rel).toExponential(2)} (relative), within 1e-9 on ${rel.filter((x) => x < 1e-9).length} of ${rel.length} expiries; starts agreeing: fewest ${Math.min(...rows.map((r) => r.agreeing))} of 6`);
   });
 
   it('core RMSE within 0.05 vp of the reference where the reference is arbitrage-free on the core range; otherwise reported and < 0.5 vp', () => {
