@@ -15,6 +15,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { normalizeDeribit } from '../../adapters/deribit/normalize.js';
+import { exchangeReplayFeed } from '../../adapters/replay/exchanges.js';
+import { MarketClock } from '../../src/domain/clock.js';
 import { REPLAY_FILES, loadReplayChain, type ChainSourceId } from '../../adapters/replay/chains.js';
 import type { FutureQuote, IndexPrice, OptionQuote } from '../../src/domain/events.js';
 import type { ExpirySlice, VolatilityModel } from '../../src/cache/snapshot.js';
@@ -48,6 +50,39 @@ export function replayChainView(id: ChainSourceId): ChainView {
     }
   }
   return state.view();
+}
+
+/** The recorded OKX and Bybit sessions of the quality tests (test/fixtures), each replayed whole. */
+export const RECORDED_SESSIONS: ReadonlyArray<readonly ['OKX' | 'BYBIT', string]> = [
+  ['OKX', 'okx/replay-okx-options-2021-12.jsonl'],
+  ['OKX', 'okx/replay-okx-options-2021-12-20.jsonl'],
+  ['BYBIT', 'bybit/replay-bybit-tickers-2023-04-05.jsonl'],
+];
+
+/**
+ * Every (source, pair) chain of a recorded OKX or Bybit session, through its replay feed and normalizer, as the chain
+ * view the calibration worker gets at the end of the session (chains with options and a spot only). Ids
+ * `${source} ${pair} ${file}`.
+ */
+export async function recordedChainViews(source: 'OKX' | 'BYBIT', file: string): Promise<Array<{ id: string; view: ChainView }>> {
+  const feed = exchangeReplayFeed(source, new URL(`../fixtures/${file}`, import.meta.url).pathname, new MarketClock(), 0);
+  const states = new Map<string, ChainState>();
+  feed.events$.subscribe((e) => {
+    if (e.kind !== 'option' && e.kind !== 'future' && e.kind !== 'index') return;
+    const key = `${e.base}/${e.quote}`;
+    let st = states.get(key);
+    if (!st) states.set(key, (st = new ChainState(source, { base: e.base, quote: e.quote })));
+    st.apply(e as OptionQuote | FutureQuote | IndexPrice);
+  });
+  feed.start();
+  await feed.done;
+  await feed.stop();
+  const out: Array<{ id: string; view: ChainView }> = [];
+  for (const [pair, st] of states) {
+    const view = st.view();
+    if (view.options.length > 0 && view.spot !== null) out.push({ id: `${source} ${pair} ${file}`, view });
+  }
+  return out;
 }
 
 /** One expiry of one model: the served fit against the marks and against the reference. */
@@ -129,10 +164,34 @@ export function refDensityFree(iv: (k: number) => number, T: number, kLo: number
   return true;
 }
 
+/** The recorded best bid/ask prices (BTC) of a replayed chain's instruments, for {@link quoteBidAskIv}. */
+export type RecordedBook = ReadonlyMap<string, { bestBidPrice: number | null; bestAskPrice: number | null }>;
+
+/** A real chain's recorded book (module docstring: bid/ask IVs the view lacks come from its best bid/ask prices). */
+export function recordedBook(id: ChainSourceId): RecordedBook {
+  return new Map(loadReplayChain(ROOT + REPLAY_FILES[id]).options.map((o) => [o.instrument, o]));
+}
+
+/**
+ * Bid and ask IV of one served quote (module docstring): the exchange's (normalizer's) when present, else the Black-76
+ * implied vol of the recorded best bid / best ask price (inverse option: price in BTC times the expiry forward).
+ */
+export function quoteBidAskIv(s: ExpirySlice, q: ExpirySlice['quotes'][number], byInstrument: RecordedBook): [number | null, number | null] {
+  const o = byInstrument.get(q.instrument);
+  const fromPrice = (p: number | null | undefined): number | null => {
+    if (p === null || p === undefined || !(p > 0)) return null;
+    try {
+      return impliedVolBlack76(p * s.forward, s.forward, q.strike, s.T, q.optionType);
+    } catch {
+      return null;
+    }
+  };
+  return [q.bidIv ?? fromPrice(o?.bestBidPrice), q.askIv ?? fromPrice(o?.bestAskPrice)];
+}
+
 /** Measure the service against the references on one real chain (module docstring). */
 export function measureChain(id: ChainSourceId, sabrBeta = 1): ChainQuality {
-  const chain = loadReplayChain(ROOT + REPLAY_FILES[id]);
-  return measureView(id, replayChainView(id), new Map(chain.options.map((o) => [o.instrument, o])), sabrBeta);
+  return measureView(id, replayChainView(id), recordedBook(id), sabrBeta);
 }
 
 /**
@@ -142,23 +201,12 @@ export function measureChain(id: ChainSourceId, sabrBeta = 1): ChainQuality {
 export function measureView(
   id: string,
   view: ChainView,
-  byInstrument: ReadonlyMap<string, { bestBidPrice: number | null; bestAskPrice: number | null }>,
+  byInstrument: RecordedBook,
   sabrBeta = 1,
   tick = DERIBIT_BTC_TICK,
 ): ChainQuality {
   const fit = fitChain(view, { sabrBeta });
-  const bidAsk = (s: ExpirySlice, q: ExpirySlice['quotes'][number]): [number | null, number | null] => {
-    const o = byInstrument.get(q.instrument);
-    const fromPrice = (p: number | null | undefined): number | null => {
-      if (p === null || p === undefined || !(p > 0)) return null;
-      try {
-        return impliedVolBlack76(p * s.forward, s.forward, q.strike, s.T, q.optionType);
-      } catch {
-        return null;
-      }
-    };
-    return [q.bidIv ?? fromPrice(o?.bestBidPrice), q.askIv ?? fromPrice(o?.bestAskPrice)];
-  };
+  const bidAsk = (s: ExpirySlice, q: ExpirySlice['quotes'][number]): [number | null, number | null] => quoteBidAskIv(s, q, byInstrument);
   const byModel = {} as Record<VolatilityModel, ExpiryQuality[]>;
   // SVI references once per expiry (also used for the calendar check of neighbours).
   const sviRefs = new Map<number, ReturnType<typeof referenceSvi>>();

@@ -20,37 +20,11 @@
  *   floored at 0.25 vp) without a warning.
  */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { exchangeReplayFeed } from '../../adapters/replay/exchanges.js';
-import { MarketClock } from '../../src/domain/clock.js';
-import type { FutureQuote, IndexPrice, OptionQuote } from '../../src/domain/events.js';
-import { ChainState } from '../../streams/chainState.js';
 import { simulatorChainView } from '../../bench/calibration.js';
-import { QUALITY_CHAINS, measureChain, measureView, qualitySummary, qualityTable, type ChainQuality, type ExpiryQuality } from './chainQuality.js';
+import { QUALITY_CHAINS, RECORDED_SESSIONS, measureChain, measureView, recordedChainViews, qualitySummary, qualityTable, type ChainQuality, type ExpiryQuality } from './chainQuality.js';
 
 const DAY_Y = 1 / 365;
 const measured: ChainQuality[] = [];
-
-/** Every (source, pair) chain of a recorded OKX or Bybit session, through its replay feed and normalizer. */
-async function recordedChains(source: 'OKX' | 'BYBIT', file: string): Promise<ChainQuality[]> {
-  const feed = exchangeReplayFeed(source, new URL(`../fixtures/${file}`, import.meta.url).pathname, new MarketClock(), 0);
-  const states = new Map<string, ChainState>();
-  feed.events$.subscribe((e) => {
-    if (e.kind !== 'option' && e.kind !== 'future' && e.kind !== 'index') return;
-    const key = `${e.base}/${e.quote}`;
-    let st = states.get(key);
-    if (!st) states.set(key, (st = new ChainState(source, { base: e.base, quote: e.quote })));
-    st.apply(e as OptionQuote | FutureQuote | IndexPrice);
-  });
-  feed.start();
-  await feed.done;
-  await feed.stop();
-  const out: ChainQuality[] = [];
-  for (const [pair, st] of states) {
-    const view = st.view();
-    if (view.options.length > 0 && view.spot !== null) out.push(measureView(`${source} ${pair} ${file}`, view, new Map()));
-  }
-  return out;
-}
 
 const label = (q: ChainQuality, model: string, r: ExpiryQuality): string =>
   `${q.id} ${model} ${new Date(r.expirationTimestamp * 1000).toISOString().slice(0, 16)} (T ${(r.T * 365).toFixed(2)} d, ${r.quotes} quotes)`;
@@ -58,12 +32,8 @@ const label = (q: ChainQuality, model: string, r: ExpiryQuality): string =>
 beforeAll(async () => {
   for (const c of QUALITY_CHAINS) measured.push(measureChain(c.id));
   measured.push(measureView('simulator', simulatorChainView(), new Map()));
-  for (const [src, file] of [
-    ['OKX', 'okx/replay-okx-options-2021-12.jsonl'],
-    ['OKX', 'okx/replay-okx-options-2021-12-20.jsonl'],
-    ['BYBIT', 'bybit/replay-bybit-tickers-2023-04-05.jsonl'],
-  ] as const) {
-    measured.push(...(await recordedChains(src, file)));
+  for (const [src, file] of RECORDED_SESSIONS) {
+    for (const { id, view } of await recordedChainViews(src, file)) measured.push(measureView(id, view, new Map()));
   }
   for (const q of measured) {
     console.log(qualityTable(q));
