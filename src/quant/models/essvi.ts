@@ -178,7 +178,7 @@ export interface EssviCalibrationOptions {
   readonly prior?: EssviParams;
   /** Shape source of the sparse mode only (no calendar bound): used when `prior` is absent. */
   readonly shape?: EssviParams;
-  /** Warm start: the outer search starts from its (rho, phi) alone (no grid). */
+  /** Warm start: its (rho, phi) is one more start of the outer search (besides the grid's local minima). */
   readonly previous?: EssviParams;
   /** Objective weights per quote (same order as the quotes); default equal weights. */
   readonly weights?: ArrayLike<number>;
@@ -190,8 +190,9 @@ export interface EssviCalibrationOptions {
  * bound of {@link essviCalendarFree}. theta is solved in closed form at each (rho, phi) (bestTheta: quadratic in
  * sqrt(theta), clamped to its admissible interval; the variable projection of Zeliade's quasi-explicit SVI
  * calibration, Zeliade white paper ZWP-0005, 2009, applied to eSSVI); (rho, ln phi) by projected Levenberg-Marquardt
- * (src/quant/lm.ts) from the local minima of a 7 x 10 grid (|rho| <= 0.9, phi sqrt(theta_ATM) in [0.01, 2] log-spaced)
- * or, warm, from `previous` alone. With fewer than {@link ESSVI_MIN_QUOTES_FULL} quotes: sparse mode, rho and phi from
+ * (src/quant/lm.ts) from the local minima of a 7 x 10 grid (rho over its admissible interval, phi sqrt(theta_ATM) in
+ * [0.01, 2] log-spaced, capped at the admissible phi),
+ * from `previous` (warm) and from the prior's (rho, phi); the best of these local fits. With fewer than {@link ESSVI_MIN_QUOTES_FULL} quotes: sparse mode, rho and phi from
  * `prior` (or `shape`; else the default shape rho = 0, phi = ESSVI_DEFAULT_ETA / sqrt(theta)), phi following the
  * power law phi = phi1 sqrt(theta1 / theta) of Gatheral-Jacquier 2014 eq. (4.5) with gamma = 1/2, theta fitted.
  * @param quotes k = ln(K/F), iv the mark IV (fraction); quotes with non-finite k or iv <= 0 are left out
@@ -214,15 +215,42 @@ export function calibrateEssvi(quotes: ReadonlyArray<{ readonly k: number; reado
 
   if (q.length < ESSVI_MIN_QUOTES_FULL) return sparseFit(q, T, theta0, cal, o.prior ?? o.shape, objective);
 
-  // outer variables x = (rho, ln phi), box-bounded; phi <= phi1 under a calendar prior
-  const lnPhiLo = Math.log(1e-4 / Math.sqrt(theta0));
-  const lnPhiHi = cal ? Math.log(cal.phi) : Math.log(4 / Math.sqrt(theta0));
-  const lower = [-ESSVI_MAX_ABS_RHO, Math.min(lnPhiLo, lnPhiHi)];
-  const upper = [ESSVI_MAX_ABS_RHO, lnPhiHi];
+  // Outer variables x = (rho, u), u = ln(phi / phiMax(rho)) <= 0, on a box every point of which is admissible, so that
+  // the local search never meets an undefined objective. Without a prior phiMax = 4 / sqrt(theta_ATM) (the butterfly
+  // bounds then clamp theta). With a prior (calendar): theta is admissible at (rho, phi) iff
+  // psiMin(rho) = psi1 max((1 + rho1)/(1 + rho), (1 - rho1)/(1 - rho)) satisfies psiMin (1 + |rho|) < 4 (the rho box,
+  // an interval around rho1 found by bisection) and phi <= phiMax(rho) = min(phi1, 4 / ((1 + |rho|) psiMin(rho))).
+  const psiMin = (rho: number): number => (cal ? cal.psi * Math.max((1 + cal.rho) / (1 + rho), (1 - cal.rho) / (1 - rho)) : 0);
+  const phiMax = (rho: number): number => (cal ? Math.min(cal.phi, (4 * (1 - 1e-9)) / ((1 + Math.abs(rho)) * psiMin(rho))) : 4 / Math.sqrt(theta0));
+  let rhoLo = -ESSVI_MAX_ABS_RHO;
+  let rhoHi = ESSVI_MAX_ABS_RHO;
+  if (cal) {
+    const ok = (rho: number): boolean => psiMin(rho) * (1 + Math.abs(rho)) < 4 * (1 - 1e-6);
+    const edge = (to: number): number => {
+      if (ok(to)) return to;
+      let inside = cal.rho;
+      let outside = to;
+      for (let i = 0; i < 60; i++) {
+        const mid = 0.5 * (inside + outside);
+        if (ok(mid)) inside = mid;
+        else outside = mid;
+      }
+      return inside;
+    };
+    rhoLo = edge(-ESSVI_MAX_ABS_RHO);
+    rhoHi = edge(ESSVI_MAX_ABS_RHO);
+  }
+  const U_MIN = -Math.log(1e6);
+  const lower = [rhoLo, U_MIN];
+  const upper = [rhoHi, 0];
   const clamp = (x: number[]): number[] => x.map((v, i) => Math.min(upper[i] as number, Math.max(lower[i] as number, v)));
+  const toX = (rho: number, phi: number): number[] => {
+    const r = Math.min(rhoHi, Math.max(rhoLo, rho));
+    return clamp([r, Math.log(phi / phiMax(r))]);
+  };
   const at = (x: readonly number[]): { p: EssviParams; bound: EssviCalibration['bound'] } | null => {
     const rho = x[0] as number;
-    const phi = Math.exp(x[1] as number);
+    const phi = phiMax(rho) * Math.exp(x[1] as number);
     const t = bestTheta(q, T, rho, phi, cal);
     return t ? { p: { theta: t.theta, rho, phi }, bound: t.bound } : null;
   };
@@ -230,31 +258,41 @@ export function calibrateEssvi(quotes: ReadonlyArray<{ readonly k: number; reado
     const a = at(x);
     return a ? residualsOf(q, T, a.p) : q.map(() => Number.NaN);
   };
-  let starts: number[][];
-  if (o.previous) starts = [clamp([o.previous.rho, Math.log(o.previous.phi)])];
-  else {
-    const grid: Array<{ x: number[]; f: number }> = [];
-    const rhos = [-0.9, -0.6, -0.3, 0, 0.3, 0.6, 0.9];
-    for (const rho of rhos) {
-      for (let j = 0; j < 10; j++) {
-        const x = clamp([rho, Math.log((0.01 * Math.pow(200, j / 9)) / Math.sqrt(theta0))]);
-        const a = at(x);
-        grid.push({ x, f: a ? objective(a.p) : Number.POSITIVE_INFINITY });
-      }
+  // The grid's local minima are always starts, warm or cold (the grid costs 70 closed-form evaluations); `previous`
+  // (warm) and the prior's own shape (always admissible) are more starts.
+  const grid: Array<{ x: number[]; f: number }> = [];
+  for (let i = 0; i < 7; i++) {
+    const rho = rhoLo + ((rhoHi - rhoLo) * (i + 0.5)) / 7;
+    for (let j = 0; j < 10; j++) {
+      const x = toX(rho, (0.01 * Math.pow(200, j / 9)) / Math.sqrt(theta0));
+      const a = at(x);
+      grid.push({ x, f: a ? objective(a.p) : Number.POSITIVE_INFINITY });
     }
-    starts = gridLocalMinima(grid, 10, 3).filter((x) => at(x) !== null);
   }
-  // under a calendar prior, (rho1, phi <= phi1) is always admissible: the prior's own shape is a start
-  if (cal) starts.push(clamp([cal.rho, Math.log(cal.phi)]));
+  const starts = gridLocalMinima(grid, 10, 3).filter((x) => at(x) !== null);
+  if (o.previous) starts.push(toX(o.previous.rho, o.previous.phi));
+  if (cal) starts.push(toX(cal.rho, cal.phi));
+  // Forward differences that step inwards at an upper bound: a step beyond phiMax or the rho box has no admissible
+  // theta (the default forward difference then loses that column and the search stays on the bound).
+  const jacobian = (x: readonly number[], r0: readonly number[]): number[][] =>
+    x.map((xj, j) => {
+      const h = 1e-7 * Math.max(1, Math.abs(xj));
+      const step = xj + h <= (upper[j] as number) ? h : -h;
+      const xp = [...x];
+      xp[j] = xj + step;
+      const rp = residuals(xp);
+      return rp.map((v, i) => (v - (r0[i] as number)) / step);
+    });
   let best: { x: number[]; cost: number } | null = null;
   for (const x0 of starts) {
     if (at(x0) === null) continue;
-    const r = levenbergMarquardt(residuals, x0, { lower, upper, project: clamp, maxIterations: 100, xTol: 1e-12, fTol: 1e-15 });
+    const r = levenbergMarquardt(residuals, x0, { lower, upper, project: clamp, jacobian, maxIterations: 100, xTol: 1e-12, fTol: 1e-15 });
     if (best === null || r.cost < best.cost) best = { x: r.x, cost: r.cost };
   }
   const a = best ? at(best.x) : null;
   if (!best || !a) throw new RangeError('calibrateEssvi: no admissible starting point (butterfly and calendar bounds)');
-  const onPhiBound = cal !== undefined && (best.x[1] as number) >= lnPhiHi - 1e-12;
+  // phi on phiMax under a prior: phi = phi1, or the calendar and butterfly bounds meet
+  const onPhiBound = cal !== undefined && (best.x[1] as number) >= -1e-12;
   return { params: a.p, mode: 'essvi-3p', bound: a.bound === 'none' && onPhiBound ? 'calendar' : a.bound, objective: objective(a.p), quotesUsed: q.length };
 }
 
