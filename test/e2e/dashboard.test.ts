@@ -514,6 +514,8 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
   });
 
   it('the model selector changes the emphasised fit, the RMSE label and the term structure; other models are optional', async () => {
+    // the selector lists the server's models (src/domain/volatilityModels.ts, those with a surface), in that order
+    expect(await page.$$eval('#sel-model option', (os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual([...VOLATILITY_MODELS]);
     await page.selectOption('#sel-model', 'SABR');
     await page.waitForFunction(() => (window as any).dashboard.state?.selection?.volatilityModel === 'SABR' && (window as any).dashboard.state.surface?.model === 'SABR', null, { timeout: 15_000 });
     const s1 = await page.evaluate(() => ({ ids: (window as any).dashboard.charts.smile.getOption().series.map((s: any) => s.id), info: document.getElementById('smile-info')!.textContent, sel: document.querySelector('#fit-table tr.selected-model [data-field=model]')!.textContent }));
