@@ -5,7 +5,7 @@
  * listed model is fitted on every recalibration (src/quant/chain/chainFit.ts fitChain), in this order.
  * test/architecture/layers.test.ts fails when model names are listed anywhere else in the production code.
  */
-export const VOLATILITY_MODELS = ['SVI', 'SABR', 'VANNA_VOLGA'] as const;
+export const VOLATILITY_MODELS = ['SVI', 'SABR', 'VANNA_VOLGA', 'ESSVI'] as const;
 
 /** One of {@link VOLATILITY_MODELS}. */
 export type VolatilityModel = (typeof VOLATILITY_MODELS)[number];

@@ -11,12 +11,13 @@ import { MarketCache } from '../../src/cache/marketCache.js';
 import { summarizeSurface } from '../../src/cache/history.js';
 import type { VolatilityModel } from '../../src/cache/snapshot.js';
 import { MarketClock } from '../../src/domain/clock.js';
+import { VOLATILITY_MODELS } from '../../src/domain/volatilityModels.js';
 import { expectedFigures, LISTED_DAYS, linearSmileSnapshot } from '../helpers/linearSmileSurface.js';
 
 const OBS = 1_780_000_000;
 const BTC = { base: 'BTC', quote: 'USD' } as const;
 const ETH = { base: 'ETH', quote: 'USD' } as const;
-const SLOPE: Record<VolatilityModel, number> = { SVI: -0.2, SABR: -0.15, VANNA_VOLGA: 0.1 };
+const SLOPE: Record<VolatilityModel, number> = { SVI: -0.2, SABR: -0.15, VANNA_VOLGA: 0.1, ESSVI: -0.05 };
 
 let app: FastifyInstance;
 let cache: MarketCache;
@@ -27,7 +28,7 @@ beforeAll(async () => {
     { source: 'DERIBIT', pair: ETH },
   ]);
   app = await buildApp({ cache });
-  for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) cache.putSurface(linearSmileSnapshot({ obs: OBS, s0: 0.6, s1: SLOPE[model], model }));
+  for (const model of VOLATILITY_MODELS) cache.putSurface(linearSmileSnapshot({ obs: OBS, s0: 0.6, s1: SLOPE[model], model }));
   cache.putSurface(linearSmileSnapshot({ obs: OBS, s0: 0.7, s1: -0.3, model: 'SVI', pair: ETH, spot: 3000 }));
   cache.touch('DERIBIT', BTC, OBS);
   cache.touch('DERIBIT', ETH, OBS);
@@ -46,7 +47,7 @@ const get = (q: string) => app.inject({ method: 'GET', url: `/api/v1/global/data
 const ENTRY_KEYS = ['atmVol', 'delta10Bfly', 'delta10Skew', 'delta25Bfly', 'delta25Skew', 'diffAtmVol', 'diffDelta10Bfly', 'diffDelta10Skew', 'diffDelta25Bfly', 'diffDelta25Skew', 'expirationTimestamp'];
 
 describe('GET iVSummary', () => {
-  for (const model of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+  for (const model of VOLATILITY_MODELS) {
     it(`${model}: listed and constant-maturity entries with the known figures`, async () => {
       const r = await get(`baseCurrency=BTC&quoteCurrency=USD&source=XCHG_A&volatilityModel=${model}`);
       expect(r.statusCode).toBe(200);

@@ -123,11 +123,13 @@ describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days 
     // Measured (share of two-sided quotes) with the spread-weighted objective of issue 26: SVI 91.3 / 87.6 / 98.2 %,
     // SABR 77.1 / 78.0 / 85.1 %, VV 89.2 / 87.0 / 91.2 % (maksm05 / pitspa / schepal; the plain least squares before
     // it: SVI 84.2 / 81.4 / 96.5, SABR 62.5 / 63.8 / 79.8); bounds about 2 points below. The misses are the
-    // plateau-marked 29MAY26 and the 26JUN26 expiry.
+    // plateau-marked 29MAY26 and the 26JUN26 expiry. ESSVI (3 parameters, curvature and wings tied by the butterfly
+    // domain, long expiries under the calendar bound): 59.1 / 57.6 / 77.2 %; its own least squares is checked against
+    // an independent reference in test/quant/essvi.test.ts.
     const floor: Record<string, Record<string, number>> = {
-      maksm05: { SVI: 0.89, SABR: 0.75, VANNA_VOLGA: 0.83 },
-      pitspa: { SVI: 0.855, SABR: 0.76, VANNA_VOLGA: 0.825 },
-      schepal: { SVI: 0.96, SABR: 0.83, VANNA_VOLGA: 0.77 },
+      maksm05: { SVI: 0.89, SABR: 0.75, VANNA_VOLGA: 0.83, ESSVI: 0.57 },
+      pitspa: { SVI: 0.855, SABR: 0.76, VANNA_VOLGA: 0.825, ESSVI: 0.555 },
+      schepal: { SVI: 0.96, SABR: 0.83, VANNA_VOLGA: 0.77, ESSVI: 0.75 },
     };
     for (const q of measured) {
       for (const s of qualitySummary(q)) expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(floor[q.id]![s.model]!);
@@ -140,7 +142,8 @@ describe('served IV inside the recorded bid/ask IV (OTM quotes more than 2 days 
     // marks themselves are 99.1 / 96.6 / 98.2 % inside. Allowed: 0.5 point below the reference for SVI, 1.5 for SABR.
     for (const q of measured) {
       for (const s of qualitySummary(q)) {
-        if (s.model === 'VANNA_VOLGA') continue;
+        // no reference fit here for Vanna-Volga (none exists) and ESSVI (its reference is in test/quant/essvi.test.ts)
+        if (s.model === 'VANNA_VOLGA' || s.model === 'ESSVI') continue;
         expect(s.referenceInSpread, `${q.id} ${s.model}`).toBeGreaterThan(0.5);
         expect(s.inSpread, `${q.id} ${s.model}`).toBeGreaterThanOrEqual(s.referenceInSpread - (s.model === 'SVI' ? 0.005 : 0.015));
         expect(s.marksInSpread, `${q.id}`).toBeGreaterThan(0.95);

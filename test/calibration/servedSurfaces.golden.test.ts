@@ -18,6 +18,9 @@
  *
  * Record mode: `GOLDEN_RECORD=1 npx vitest run test/calibration/servedSurfaces.golden.test.ts` rewrites the fixture
  * from the current code (done once, from main at 2e1e85f, before the move into src/quant/chain).
+ * The ESSVI entries (issue 25 item 2, the fourth model) were added afterwards, alone: the fixture was re-recorded
+ * with ESSVI in the list, its ESSVI model entries and `lastPass.ESSVI` copied into the old fixture, and the result
+ * compared byte for byte with the full re-record (identical: the other models' numbers did not move).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';

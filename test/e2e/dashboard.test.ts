@@ -30,6 +30,7 @@ import WebSocket from 'ws';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 import { testNowS } from '../helpers/simClock.js';
+import { VOLATILITY_MODELS } from '../../src/domain/volatilityModels.js';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const hasBrowser = existsSync(CHROMIUM);
@@ -513,6 +514,8 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
   });
 
   it('the model selector changes the emphasised fit, the RMSE label and the term structure; other models are optional', async () => {
+    // the selector lists the server's models (src/domain/volatilityModels.ts, those with a surface), in that order
+    expect(await page.$$eval('#sel-model option', (os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual([...VOLATILITY_MODELS]);
     await page.selectOption('#sel-model', 'SABR');
     await page.waitForFunction(() => (window as any).dashboard.state?.selection?.volatilityModel === 'SABR' && (window as any).dashboard.state.surface?.model === 'SABR', null, { timeout: 15_000 });
     const s1 = await page.evaluate(() => ({ ids: (window as any).dashboard.charts.smile.getOption().series.map((s: any) => s.id), info: document.getElementById('smile-info')!.textContent, sel: document.querySelector('#fit-table tr.selected-model [data-field=model]')!.textContent }));
@@ -522,9 +525,9 @@ describe.skipIf(!hasBrowser)('live dashboard in headless Chromium', { timeout: 1
     expect(s1.sel).toBe('SABR');
     await page.check('#show-others');
     // the stream re-subscribes asking for the other models' curves of the focused smile
-    await page.waitForFunction(() => (window as any).dashboard.charts.smile.getOption().series.filter((s: any) => s.id.startsWith('fit-')).length === 3, null, { timeout: 15_000 });
+    await page.waitForFunction((n) => (window as any).dashboard.charts.smile.getOption().series.filter((s: any) => s.id.startsWith('fit-')).length === n, VOLATILITY_MODELS.length, { timeout: 15_000 });
     const s2 = await page.evaluate(() => (window as any).dashboard.charts.smile.getOption().series.filter((s: any) => s.id.startsWith('fit-')).map((s: any) => ({ id: s.id, w: s.lineStyle.width })));
-    expect(s2.map((s: any) => s.id).sort()).toEqual(['fit-SABR', 'fit-SVI', 'fit-VANNA_VOLGA']);
+    expect(s2.map((s: any) => s.id).sort()).toEqual(VOLATILITY_MODELS.map((m) => `fit-${m}`).sort());
     expect(s2.find((s: any) => s.id === 'fit-SABR').w).toBeGreaterThan(s2.find((s: any) => s.id === 'fit-SVI').w);
     await page.uncheck('#show-others');
     await page.selectOption('#sel-model', 'SVI');

@@ -1,16 +1,17 @@
 /**
  * Integration on 127.0.0.1 (the embedded simulators, the real adapters over real sockets, the default
  * configuration: Deribit, OKX and Bybit on one shared market): every endpoint that takes volatilityModel answers
- * for SVI, SABR and VANNA_VOLGA on every configured pair; the surface endpoint shows parameters, fit diagnostics and the no-arbitrage status; iVSummary
+ * for every model of src/domain/volatilityModels.ts (SVI, SABR, VANNA_VOLGA, ESSVI) on every configured pair; the surface endpoint shows parameters, fit diagnostics and the no-arbitrage status; iVSummary
  * shows every figure with 24 h changes from the simulator's pre-run history (adapters/simulator/history.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
+import { VOLATILITY_MODELS } from '../../src/domain/volatilityModels.js';
 import { MODEL_REGISTRY } from '../../src/quant/models/index.js';
 import { optionsAreInverse } from '../../src/domain/markets.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 
-const MODELS = ['SVI', 'SABR', 'VANNA_VOLGA'] as const;
+const MODELS = VOLATILITY_MODELS;
 
 let svc: RunningService;
 let B: string;
@@ -38,7 +39,7 @@ afterAll(async () => {
   await svc?.stop();
 });
 
-describe('three models on the simulated default', () => {
+describe('every model on the simulated default', () => {
   it('surface: parameters, fit diagnostics, listed expiries with forwards, and the arbitrage status, for every pair and model', async () => {
     expect(svc.cache.expected().length).toBeGreaterThanOrEqual(4);
     /** Vanna-Volga: rmse10Delta minus the spread allowance, per expiry over a day, every pair. */

@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningService } from '../../src/service.js';
 import { http, startTestService, waitFor } from '../helpers/service.js';
 import { referenceSvi } from '../calibration/referenceFits.js';
+import { VOLATILITY_MODELS } from '../../src/domain/volatilityModels.js';
 
 const CHAIN_1927 = 'data/replay/deribit-btc-chain-2026-05-26T1927Z.jsonl';
 const TICKERS_2021 = 'test/fixtures/deribit/norm-cryptofeed-option-tickers-2021-07-22.jsonl';
@@ -121,7 +122,7 @@ describe('replay of real recorded Deribit input', () => {
     };
     const a = await params(TICKERS_2021);
     const b = await params(TICKERS_2021);
-    expect(a.map((x) => `${x.pair} ${x.model}`)).toEqual(['BTC/USD', 'ETH/USD'].flatMap((p) => ['SABR', 'SVI', 'VANNA_VOLGA'].map((m) => `${p} ${m}`)));
+    expect(a.map((x) => `${x.pair} ${x.model}`)).toEqual(['BTC/USD', 'ETH/USD'].flatMap((p) => [...VOLATILITY_MODELS].sort().map((m) => `${p} ${m}`)));
     expect(a.every((x) => x.slices.length > 0)).toBe(true);
     expect(b).toEqual(a);
     const c = await params(CHAIN_1927);

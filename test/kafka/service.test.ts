@@ -79,7 +79,7 @@ describe.skipIf(!kafka)('the service with Kafka (simulator + real broker)', () =
     // One key per (pair, model): every pair has its SVI surface; the other models where they serve an expiry.
     const surfaceKeys = [...keysOf(recs, topics.surfaces)];
     expect(surfaceKeys.filter((k) => k.endsWith(':SVI')).sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}:SVI`));
-    for (const k of surfaceKeys) expect(k).toMatch(/^DERIBIT:(BTC\/USD|ETH\/USD|SOL\/USDC|XRP\/USDC):(SVI|SABR|VANNA_VOLGA)$/);
+    for (const k of surfaceKeys) expect(k).toMatch(/^DERIBIT:(BTC\/USD|ETH\/USD|SOL\/USDC|XRP\/USDC):(SVI|SABR|VANNA_VOLGA|ESSVI)$/);
     expect([...keysOf(recs, topics.forwardCurves)].sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}`));
     expect([...keysOf(recs, topics.funding)].sort()).toEqual(PERPETUALS);
     expect([...keysOf(recs, topics.surfaceHistory)].filter((k) => k.endsWith(':SVI')).sort()).toEqual(PAIRS.map((p) => `DERIBIT:${p}:SVI`));

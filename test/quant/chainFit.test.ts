@@ -58,7 +58,7 @@ describe('fitChain on the real Deribit chains', () => {
   const fit = fitChain(view);
   const servedOf = (m: (typeof fit.models)[number]) => buildModelSurface(m.model, m.slices);
 
-  it('fits SVI, SABR and Vanna-Volga on every expiry, arbitrage-free, with the diagnostics filled in', () => {
+  it('fits every model (SVI, SABR, Vanna-Volga, ESSVI) on every expiry, arbitrage-free, with the diagnostics filled in', () => {
     expect(view.options).toHaveLength(878);
     expect(fit.models.map((m) => m.model)).toEqual([...VOLATILITY_MODELS]);
     for (const m of fit.models) {
@@ -85,8 +85,9 @@ describe('fitChain on the real Deribit chains', () => {
         // marks (issue 11), which on those slices trade some of the centre for the wings.
         if (d.rmseVolPts <= 2) expect(d.rmse10DeltaVolPts!, `${m.model} T=${s.T}`).toBeLessThanOrEqual(2);
         // From 2 months on within 0.5 vol pt; SABR within 1 [0.68, 25SEP26]: its three parameters fitted to all
-        // marks unweighted (its reference fit) leave more near the money than vega weights did.
-        if (s.T >= 0.15) expect(d.rmse10DeltaVolPts!, `${m.model} T=${s.T}`).toBeLessThanOrEqual(m.model === 'SABR' ? 1 : 0.5);
+        // marks unweighted (its reference fit) leave more near the money than vega weights did; ESSVI within 1 [0.53,
+        // 25SEP26]: three parameters, its curvature tied to its wings.
+        if (s.T >= 0.15) expect(d.rmse10DeltaVolPts!, `${m.model} T=${s.T}`).toBeLessThanOrEqual(m.model === 'SABR' || m.model === 'ESSVI' ? 1 : 0.5);
         // the diagnostics' errors are the SERVED smile's (calendar envelope included) against every OTM mark,
         // recomputed here from the parameters
         const errs = s.quotes.map((q) => 100 * (servedOf(m).impliedVol(s.T, q.strike, s.forward) - q.markIv));
@@ -107,7 +108,7 @@ describe('fitChain on the real Deribit chains', () => {
 
   it('builds one immutable snapshot per model whose surface is calendar-free and reproduces the slices', () => {
     const r = buildSnapshots(fit, 7);
-    expect(r.surfaces.map((s) => s.model)).toEqual(['SVI', 'SABR', 'VANNA_VOLGA']);
+    expect(r.surfaces.map((s) => s.model)).toEqual([...VOLATILITY_MODELS]);
     expect(r.surface).toBe(r.surfaces[0]);
     for (const snap of r.surfaces) {
       expect(snap.sequence).toBe(7);

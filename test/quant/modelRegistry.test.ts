@@ -7,6 +7,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { VOLATILITY_MODELS } from '../../src/domain/volatilityModels.js';
 import { MODEL_REGISTRY } from '../../src/quant/models/index.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { vannaVolgaSmile } from '../../src/quant/vannaVolga.js';
@@ -17,10 +18,11 @@ const records = {
   SVI: { a: 0.01, b: 0.1, rho: -0.3, m: 0.01, sigma: 0.2 },
   SABR: { alpha: 0.6, beta: 1, rho: -0.3, nu: 1.2, kWingL: -0.8, kWingR: 0.9 },
   VANNA_VOLGA: { K25P: 92, Katm: 100, K25C: 108, vol25P: 0.62, volAtm: 0.58, vol25C: 0.6, K10P: 85, K10C: 117, wingCurvL: 0.2, wingCurvR: 0.1, wingScaleL: 0.05, wingScaleR: 0.12 },
+  ESSVI: { theta: 0.09, rho: -0.3, phi: 2 },
 } as const;
 
 describe('model registry', () => {
-  for (const name of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+  for (const name of VOLATILITY_MODELS) {
     const m = MODEL_REGISTRY[name];
     it(`${name}: stored form round-trips, carry-forward keeps the vol at each k, invalid input throws`, () => {
       const p = m.fromRecord(records[name], T, F);
@@ -34,9 +36,9 @@ describe('model registry', () => {
       for (const k of [-0.3, -0.1, 0, 0.1, 0.3]) {
         const v1 = Math.sqrt(w(k) / T);
         const v2 = Math.sqrt(w2(k) / T2);
-        // SVI exactly; SABR keeps its parameters (only Hagan's small T-correction moves) and Vanna-Volga its pillars at
+        // SVI and ESSVI exactly; SABR keeps its parameters (only Hagan's small T-correction moves) and Vanna-Volga its pillars at
         // their log-moneyness (the second-order formula between them depends on T): < 0.5 vol pt here.
-        expect(Math.abs(v2 - v1)).toBeLessThan(name === 'SVI' ? 1e-12 : 5e-3);
+        expect(Math.abs(v2 - v1)).toBeLessThan(name === 'SVI' || name === 'ESSVI' ? 1e-12 : 5e-3);
       }
       const broken = { ...records[name] } as Record<string, number>;
       delete broken[m.parameterNames[0]!];
@@ -79,7 +81,7 @@ describe('model registry', () => {
     }),
   };
 
-  for (const name of ['SVI', 'SABR', 'VANNA_VOLGA'] as const) {
+  for (const name of VOLATILITY_MODELS) {
     it(`${name}: fits a slice through the registry; the stored parameters give the served smile whose errors it reports`, () => {
       const m = MODEL_REGISTRY[name];
       const ctx = { lastFull: undefined, lastFullT: undefined };
@@ -92,8 +94,9 @@ describe('model registry', () => {
       const rmse = Math.sqrt(errs.reduce((a, e) => a + e * e, 0) / errs.length);
       expect(fit.rmseVolPts).toBeCloseTo(rmse, 6);
       expect(fit.maxErrorVolPts).toBeCloseTo(Math.max(...errs.map(Math.abs)), 6);
-      // a smooth smile is fitted to within a vol point by every model
-      expect(rmse).toBeLessThan(1);
+      // a smooth smile is fitted to within a vol point by every model but ESSVI (3 parameters, its curvature and wings
+      // tied by Gatheral-Jacquier's butterfly domain: measured 1.12 vp on this strongly curved smile)
+      expect(rmse).toBeLessThan(name === 'ESSVI' ? 1.2 : 1);
       // warm from its own parameters: the same fit (within 0.01 vp at every quote)
       const warm = m.fit(slice, { ...ctx, previous: fit.params }, {});
       const ww = m.totalVariance(m.fromRecord(warm.params, fitT, fitF), fitT, fitF);
@@ -102,7 +105,7 @@ describe('model registry', () => {
       const broken = { ...fit.params, [m.parameterNames[0]!]: Number.NaN };
       expect(() => m.fromRecord(broken, fitT, fitF)).toThrow(RangeError);
       expect(m.fit(slice, { ...ctx, previous: broken }, {}).params).toEqual(fit.params);
-      // only SVI has a sparse mode that borrows a shape (fewer than 7 quotes)
+      // SVI borrows a shape under 7 quotes, ESSVI under 5 (essvi.ts ESSVI_MIN_QUOTES_FULL), the others never
       const few = { ...slice, quotes: slice.quotes.filter((_, i) => i % 4 === 0) };
       expect(few.quotes.length).toBe(6);
       expect(m.borrowsShape(few)).toBe(name === 'SVI');

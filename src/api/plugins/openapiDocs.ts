@@ -10,6 +10,7 @@
  * - {@link ErrorBody}: the one error shape (src/api/errors.ts, decisions.md "Errors").
  */
 import { z } from 'zod';
+import { VOLATILITY_MODELS } from '../../domain/volatilityModels.js';
 
 /** Error body of every 4xx/5xx answer (src/api/errors.ts errorBody). */
 export const ErrorBody = z
@@ -583,7 +584,8 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   source:
     'Exchange the volatility model is calibrated to: DERIBIT, OKX, BYBIT, or the aliases XCHG_A (= DERIBIT), XCHG_B (= OKX), XCHG_C (= BYBIT). Results echo the value sent.',
   priceMethod: 'Valuation convention (instrument valuation model) of an exchange: DERIBIT, OKX, BYBIT (aliases XCHG_A, XCHG_B, XCHG_C) or OTC (currently = DERIBIT).',
-  volatilityModel: 'Volatility model of the calibrated surface: SVI (raw SVI, Gatheral 2004), SABR (Hagan et al. 2002) or VANNA_VOLGA (Castagna-Mercurio 2007).',
+  // from the one list of src/domain/volatilityModels.ts: a new model needs no edit here
+  volatilityModel: `Volatility model of the calibrated surface, one of ${VOLATILITY_MODELS.join(', ')} (each model, its formula and sources: docs/conventions.md "Volatility surfaces").`,
   expirationTimestamp: 'Expiry, Unix time in seconds (UTC). Requests: must be >= the current time; between listed expiries (08:00 UTC) the surface is interpolated in total variance.',
   strike: 'Strike, quote currency; must be > 0.',
   amount: 'Instrument nominal, base-currency units.',
@@ -710,5 +712,5 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   pair: 'The pair, BASE/QUOTE.',
   calibrated: 'Whether an SVI surface is calibrated.',
   // ---- dashboard query
-  model: 'Volatility model shown: SVI, SABR, VANNA_VOLGA.',
+  model: `Volatility model shown: ${VOLATILITY_MODELS.join(', ')}.`,
 };

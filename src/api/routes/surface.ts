@@ -1,6 +1,6 @@
 /**
  * GET /api/v1/global/data/surface (additive to the spec): the calibrated surface of one
- * (source, pair, model), SVI, SABR or VANNA_VOLGA: listed expiries with their forward, model parameters,
+ * (source, pair, model), any model of src/domain/volatilityModels.ts: listed expiries with their forward, model parameters,
  * ATM vol and fit diagnostics (RMSE and max error in vol points, quotes used, calibration time, butterfly and
  * calendar status: fitted, repaired or kept from an earlier fit), plus the surface's no-arbitrage summary and
  * the repair/rejection counts of that (source, pair, model) (src/cache/snapshot.ts SurfaceArbitrage).

@@ -6,6 +6,7 @@
  * `components.messages`). docs/streaming.md is the prose version.
  */
 import { STREAM_API_VERSION } from './rpc.js';
+import { VOLATILITY_MODELS } from '../../domain/volatilityModels.js';
 
 const num = (description: string) => ({ type: 'number', description });
 const str = (description: string) => ({ type: 'string', description });
@@ -96,7 +97,7 @@ const CHANNELS: Record<string, { address: string; description: string; message: 
   surface: {
     address: 'surface.{source}.{pair}.{model}',
     description: 'The calibrated surface (the REST surface answer), at every recalibration',
-    message: notification('surface', 'Surface update', { ...pairProps, volatilityModel: str('SVI, SABR or VANNA_VOLGA'), spotPrice: num('Spot index'), expiries: { type: 'array', items: { type: 'object' } } }),
+    message: notification('surface', 'Surface update', { ...pairProps, volatilityModel: str(VOLATILITY_MODELS.join(', ')), spotPrice: num('Spot index'), expiries: { type: 'array', items: { type: 'object' } } }),
   },
   ivSummary: {
     address: 'iv_summary.{source}.{pair}.{model}',

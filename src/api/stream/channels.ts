@@ -9,7 +9,7 @@
  * - `forward_curve.{SOURCE}.{BASE}-{QUOTE}`: the REST `forwardCurve` answer;
  * - `funding.{SOURCE}.{INSTRUMENT}`: each new funding point of a perpetual (e.g. `BTC-PERPETUAL`);
  * - `status`: feeds connected or not and each pair served, stale or warming up, with since when.
- * MODEL is SVI, SABR or VANNA_VOLGA.
+ * MODEL is one of src/domain/volatilityModels.ts VOLATILITY_MODELS (SVI, SABR, VANNA_VOLGA, ESSVI).
  */
 import { SUPPORTED_PAIRS, isSupportedPair, resolveSource, type Pair, type Source } from '../../domain/markets.js';
 import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';

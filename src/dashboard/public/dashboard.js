@@ -11,7 +11,14 @@
 
 (function () {
   const $ = (id) => document.getElementById(id);
-  const MODEL_COLORS = { SVI: '#2f6fde', SABR: '#d9480f', VANNA_VOLGA: '#2b8a3e' };
+  // The models come from the server (state.options[].models: the list of src/domain/volatilityModels.ts in its order,
+  // those with a surface): a new model needs no edit here. Colours by the model's place in that list.
+  const MODEL_PALETTE = ['#2f6fde', '#d9480f', '#2b8a3e', '#7048e8', '#e67700', '#0c8599', '#c2255c'];
+  const knownModels = [];
+  const modelColor = (m) => {
+    if (!knownModels.includes(m)) knownModels.push(m);
+    return MODEL_PALETTE[knownModels.indexOf(m) % MODEL_PALETTE.length];
+  };
   const num = (x) => typeof x === 'number' && Number.isFinite(x);
   const pct = (x, d = 2) => (num(x) ? (100 * x).toFixed(d) : '-');
   const signed = (x, d = 2) => (num(x) ? `${x >= 0 ? '+' : ''}${(100 * x).toFixed(d)}` : '-');
@@ -400,7 +407,11 @@
     const pair = `${sel.baseCurrency}/${sel.quoteCurrency}`;
     fillSelect($('sel-source'), [...new Set(s.options.map((o) => o.source))], sel.source);
     fillSelect($('sel-pair'), s.options.filter((o) => o.source === sel.source).map((o) => o.pair), pair);
-    fillSelect($('sel-model'), ['SVI', 'SABR', 'VANNA_VOLGA'], sel.volatilityModel);
+    for (const o of s.options) for (const m of o.models || []) modelColor(m);
+    const held = (s.options.find((o) => o.source === sel.source && o.pair === pair) || {}).models || [];
+    const models = held.length > 0 ? [...held] : [...knownModels];
+    if (!models.includes(sel.volatilityModel)) models.push(sel.volatilityModel);
+    fillSelect($('sel-model'), models, sel.volatilityModel);
     const smiles = s.surface ? s.surface.smiles : [];
     fillSelect($('sel-expiry'), smiles.map((x) => x.expirationTimestamp), dash.focus, smiles.map((x) => `${fmtDate(x.expirationTimestamp)} · ${(x.T * 365).toFixed(1)} d${coverageOf(x) && coverageOf(x).partial ? ' · partial' : ''}`));
   }
@@ -686,8 +697,8 @@
       data: sm.strikes
         .map((K, j) => ({ value: [xOf(axis, sm, K, sm.fitDeltas[m] ? sm.fitDeltas[m][j] : null), 100 * sm.fits[m][j]], key: `${m}${j}`, K, m }))
         .filter((d) => num(d.value[0])),
-      lineStyle: { width: m === model ? 2.5 : 1.2, color: MODEL_COLORS[m] || '#555', opacity: m === model ? 1 : 0.7 },
-      itemStyle: { color: MODEL_COLORS[m] || '#555' },
+      lineStyle: { width: m === model ? 2.5 : 1.2, color: modelColor(m), opacity: m === model ? 1 : 0.7 },
+      itemStyle: { color: modelColor(m) },
       z: m === model ? 4 : 3,
       tooltip: { formatter: (p) => `${p.data.m}<br>K ${fmtStrike(p.data.K)} · k ${Math.log(p.data.K / sm.forward).toFixed(3)}<br>IV ${p.value[1].toFixed(2)} %` },
     }));
@@ -913,7 +924,7 @@
             tooltip: { formatter: (p) => `${p.data.q.optionType} ${fmtStrike(p.data.q.strike)}: mark ${p.value[1].toFixed(2)} %` },
             markLine: { silent: true, symbol: 'none', label: { show: false }, lineStyle: { type: 'dashed', color: '#b0b8c0' }, data: [{ xAxis: sm.forward }] },
           },
-          { id: 'fit', name: model, type: 'line', showSymbol: false, data: fit, lineStyle: { width: 2, color: MODEL_COLORS[model] }, itemStyle: { color: MODEL_COLORS[model] }, z: 3 },
+          { id: 'fit', name: model, type: 'line', showSymbol: false, data: fit, lineStyle: { width: 2, color: modelColor(model) }, itemStyle: { color: modelColor(model) }, z: 3 },
         ],
       });
       keepTip.restore();

@@ -3,6 +3,7 @@
  * model's smile, stored parameters, carry-forward rule, arbitrage check or wing rule asks here instead of branching
  * on the name.
  */
+import { essviModel } from './essvi.js';
 import { sabrModel } from './sabr.js';
 import { sviModel } from './svi.js';
 import type { ModelName, SmileModel } from './types.js';
@@ -19,6 +20,7 @@ export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<unknown> } 
   SVI: sviModel,
   SABR: sabrModel,
   VANNA_VOLGA: vannaVolgaModel,
+  ESSVI: essviModel,
 };
 
 /** The module of `name`. @throws RangeError for an unknown name */
