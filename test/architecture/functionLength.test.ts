@@ -33,7 +33,6 @@ const SRC_ALLOWED: readonly Allowed[] = [
   { file: 'src/metrics/serviceMetrics.ts', name: 'ServiceMetrics.constructor', length: 370 },
   { file: 'src/quant/vannaVolga.ts', name: 'calibrateVannaVolga', length: 307 },
   { file: 'src/quant/sabrCalibration.ts', name: 'calibrateSabr', length: 259 },
-  { file: 'src/service.ts', name: 'startService', length: 243 },
   { file: 'src/api/routes/dashboard.ts', name: 'dashboardRoutes', length: 208 },
   { file: 'src/api/routes/dashboard.ts', name: '<arrow returned by dashboardRoutes>', length: 208 },
   { file: 'src/api/stream/rpc.ts', name: 'serveWebSocket', length: 191 },
