@@ -47,8 +47,6 @@ const SRC_ALLOWED: readonly Allowed[] = [
   { file: 'src/api/stream/rpc.ts', name: 'handle', length: 93 },
   { file: 'src/history/runtime.ts', name: 'startHistory', length: 93 },
   { file: 'src/api/routes/scenarios.ts', name: 'resolveScenarioInstruments', length: 87 },
-  { file: 'src/api/routes/euBarrier.ts', name: 'euBarrierRoutes', length: 86 },
-  { file: 'src/api/routes/euBarrier.ts', name: '<arrow returned by euBarrierRoutes>', length: 86 },
   { file: 'src/history/reads.ts', name: 'surfaceMessages', length: 85 },
   { file: 'src/api/routes/stream.ts', name: '<arrow passed to app.get>', length: 84 },
 ];
