@@ -32,8 +32,6 @@ const ADAPTERS_ALLOWED: readonly Allowed[] = [
 const SRC_ALLOWED: readonly Allowed[] = [
   { file: 'src/quant/vannaVolga.ts', name: 'calibrateVannaVolga', length: 307 },
   { file: 'src/quant/sabrCalibration.ts', name: 'calibrateSabr', length: 259 },
-  { file: 'src/api/routes/dashboard.ts', name: 'dashboardRoutes', length: 208 },
-  { file: 'src/api/routes/dashboard.ts', name: '<arrow returned by dashboardRoutes>', length: 208 },
   { file: 'src/quant/lm.ts', name: 'levenbergMarquardt', length: 165 },
   { file: 'src/quant/sviCalibration.ts', name: 'calibrateSvi', length: 150 },
   { file: 'src/quant/sviCalibration.ts', name: 'polish', length: 126 },
