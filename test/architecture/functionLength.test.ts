@@ -35,7 +35,6 @@ const SRC_ALLOWED: readonly Allowed[] = [
   { file: 'src/quant/lm.ts', name: 'levenbergMarquardt', length: 165 },
   { file: 'src/quant/sviCalibration.ts', name: 'calibrateSvi', length: 150 },
   { file: 'src/quant/sviCalibration.ts', name: 'polish', length: 126 },
-  { file: 'src/api/plugins/security.ts', name: 'plugin', length: 110 },
   { file: 'src/api/routes/history.ts', name: 'historyRoutes', length: 100 },
   { file: 'src/api/routes/history.ts', name: '<arrow returned by historyRoutes>', length: 100 },
   { file: 'src/quant/lm.ts', name: 'solveQpActiveSet', length: 95 },
