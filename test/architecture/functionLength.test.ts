@@ -39,7 +39,6 @@ const SRC_ALLOWED: readonly Allowed[] = [
   { file: 'src/api/routes/history.ts', name: '<arrow returned by historyRoutes>', length: 100 },
   { file: 'src/quant/lm.ts', name: 'solveQpActiveSet', length: 95 },
   { file: 'src/history/runtime.ts', name: 'startHistory', length: 93 },
-  { file: 'src/api/routes/scenarios.ts', name: 'resolveScenarioInstruments', length: 87 },
   { file: 'src/history/reads.ts', name: 'surfaceMessages', length: 85 },
 ];
 
