@@ -108,17 +108,10 @@ export function levenbergMarquardt(
   const xTol = options.xTol ?? 1e-10;
   const gTol = options.gTol ?? 1e-14;
   const fTol = options.fTol ?? 1e-12;
-  const lower = options.lower;
-  const upper = options.upper;
   const n = x0.length;
-  const costOf = (r: readonly number[]): number => {
-    let s = 0;
-    for (const v of r) s += v * v;
-    return Number.isFinite(s) ? 0.5 * s : Number.POSITIVE_INFINITY;
-  };
   let x = project([...x0]);
   let r = residuals(x);
-  let cost = costOf(r);
+  let cost = lmCost(r);
   const m = r.length;
   let mu = 1e-3;
   let nu = 2;
@@ -126,66 +119,9 @@ export function levenbergMarquardt(
   const frozen = new Array<boolean>(n).fill(false);
   while (it < maxIt) {
     it++;
-    let J: number[][];
-    if (options.jacobian) J = options.jacobian(x, r);
-    else {
-      J = [];
-      for (let j = 0; j < n; j++) {
-        const xj = x[j] as number;
-        const h = fd * Math.max(Math.abs(xj), 1e-4);
-        const xp = [...x];
-        xp[j] = xj + h;
-        const rp = residuals(xp);
-        const col = new Array<number>(m);
-        for (let i = 0; i < m; i++) col[i] = ((rp[i] as number) - (r[i] as number)) / h;
-        J.push(col);
-      }
-    }
-    // Rows whose Jacobian row is all zero (e.g. inactive hinge penalties) add nothing: skip them.
-    const rows: number[] = [];
-    for (let i = 0; i < m; i++) {
-      for (let a = 0; a < n; a++) {
-        if ((J[a] as number[])[i] !== 0) {
-          rows.push(i);
-          break;
-        }
-      }
-    }
-    // JᵀJ is symmetric: the upper triangle, mirrored (the same sums in the same order).
-    const JtJ: number[][] = [];
-    const Jtr: number[] = [];
-    for (let a = 0; a < n; a++) JtJ.push(new Array<number>(n).fill(0));
-    for (let a = 0; a < n; a++) {
-      const ca = J[a] as number[];
-      const row = JtJ[a] as number[];
-      for (let b = a; b < n; b++) {
-        const cb = J[b] as number[];
-        let s = 0;
-        for (let t = 0; t < rows.length; t++) {
-          const i = rows[t] as number;
-          s += (ca[i] as number) * (cb[i] as number);
-        }
-        const v = Number.isFinite(s) ? s : 0;
-        row[b] = v;
-        (JtJ[b] as number[])[a] = v;
-      }
-      let s = 0;
-      for (let t = 0; t < rows.length; t++) {
-        const i = rows[t] as number;
-        s += (ca[i] as number) * (r[i] as number);
-      }
-      Jtr.push(Number.isFinite(s) ? s : 0);
-    }
-    let gMax = 0;
-    for (let j = 0; j < n; j++) {
-      const xj = x[j] as number;
-      const gj = Jtr[j] as number;
-      const lo = lower?.[j] ?? Number.NEGATIVE_INFINITY;
-      const hi = upper?.[j] ?? Number.POSITIVE_INFINITY;
-      const tolB = 1e-12 * (1 + Math.abs(xj));
-      frozen[j] = (xj <= lo + tolB && gj > 0) || (xj >= hi - tolB && gj < 0);
-      if (!frozen[j]) gMax = Math.max(gMax, Math.abs(gj));
-    }
+    const J = options.jacobian ? options.jacobian(x, r) : forwardDifferenceJacobian(residuals, x, r, fd, m);
+    const { JtJ, Jtr } = normalEquations(J, r, n, m);
+    const gMax = freezeActiveBounds(x, Jtr, options.lower, options.upper, frozen);
     if (gMax < gTol) break;
     const diag = JtJ.map((row, i) => Math.max(row[i] as number, 1e-12 * (1 + Math.abs(row[i] as number))));
     let accepted = false;
@@ -193,60 +129,20 @@ export function levenbergMarquardt(
     for (let inner = 0; inner < 30; inner++) {
       const A = JtJ.map((row, i) => row.map((v, j) => (frozen[i] || frozen[j] ? (i === j ? 1 : 0) : i === j ? v + mu * (diag[i] as number) : v)));
       const step = solveLinearSystem(A, Jtr.map((v, i) => (frozen[i] ? 0 : -v)));
-      if (step === null) {
+      if (step === null || (options.geodesicAcceleration && !accelerate(residuals, x, r, J, A, frozen, step, m))) {
         mu *= nu;
         nu *= 2;
         continue;
       }
-      if (options.geodesicAcceleration) {
-        // Transtrum-Sethna (2012) geodesic acceleration: the second directional derivative of r along the
-        // velocity v = step by a finite difference, r'' = (2/t)((r(x + t v) - r(x))/t - J v), t = 0.1; the
-        // acceleration a solves (JᵀJ + mu D) a = -Jᵀ r''; the step v + a/2 is taken when 2|a|/|v| <= 0.75.
-        const t = 0.1;
-        const rv = residuals(x.map((v, i) => v + t * (step[i] as number)));
-        const Jtrpp = new Array<number>(n).fill(0);
-        for (let i = 0; i < m; i++) {
-          let Jv = 0;
-          for (let j = 0; j < n; j++) Jv += ((J[j] as number[])[i] as number) * (step[j] as number);
-          const rpp = (2 / t) * (((rv[i] as number) - (r[i] as number)) / t - Jv);
-          if (!Number.isFinite(rpp)) continue;
-          for (let j = 0; j < n; j++) Jtrpp[j] = (Jtrpp[j] as number) + ((J[j] as number[])[i] as number) * rpp;
-        }
-        const acc = solveLinearSystem(A, Jtrpp.map((v, i) => (frozen[i] ? 0 : -v)));
-        let aN = 0;
-        let vN = 0;
-        for (let i = 0; i < n; i++) {
-          aN += ((acc?.[i] ?? 0) as number) ** 2;
-          vN += (step[i] as number) ** 2;
-        }
-        if (acc === null || 2 * Math.sqrt(aN) > 0.75 * Math.sqrt(vN)) {
-          mu *= nu;
-          nu *= 2;
-          continue;
-        }
-        for (let i = 0; i < n; i++) step[i] = (step[i] as number) + 0.5 * (acc[i] as number);
-      }
       const xNew = project(x.map((v, i) => v + (step[i] as number)));
       const h = xNew.map((v, i) => v - (x[i] as number));
-      let hNorm = 0;
-      let xNorm = 0;
-      for (let i = 0; i < n; i++) {
-        hNorm += (h[i] as number) ** 2;
-        xNorm += (x[i] as number) ** 2;
-      }
-      if (Math.sqrt(hNorm) <= xTol * (Math.sqrt(xNorm) + xTol)) {
+      if (stepBelowTolerance(h, x, xTol)) {
         stop = true;
         break;
       }
       const rNew = residuals(xNew);
-      const costNew = costOf(rNew);
-      // Predicted reduction of the linear model for the (projected) step h.
-      let pred = 0;
-      for (let i = 0; i < n; i++) {
-        let Jh = 0;
-        for (let j = 0; j < n; j++) Jh += ((JtJ[i] as number[])[j] as number) * (h[j] as number);
-        pred -= (h[i] as number) * ((Jtr[i] as number) + 0.5 * Jh);
-      }
+      const costNew = lmCost(rNew);
+      const pred = predictedReduction(JtJ, Jtr, h);
       const gain = pred > 0 ? (cost - costNew) / pred : cost > costNew ? 1 : -1;
       if (costNew < cost && gain > 0) {
         const relDrop = (cost - costNew) / Math.max(cost, 1e-300);
@@ -265,6 +161,149 @@ export function levenbergMarquardt(
     if (stop || !accepted) break;
   }
   return { x, cost, iterations: it };
+}
+
+/** ½‖r‖², or +infinity when a residual is not finite (the step is then rejected). */
+function lmCost(r: readonly number[]): number {
+  let s = 0;
+  for (const v of r) s += v * v;
+  return Number.isFinite(s) ? 0.5 * s : Number.POSITIVE_INFINITY;
+}
+
+/** The Jacobian by forward differences, one column per coordinate (step fd·max(|x_j|, 1e-4)). */
+function forwardDifferenceJacobian(residuals: (x: readonly number[]) => number[], x: readonly number[], r: readonly number[], fd: number, m: number): number[][] {
+  const J: number[][] = [];
+  for (let j = 0; j < x.length; j++) {
+    const xj = x[j] as number;
+    const h = fd * Math.max(Math.abs(xj), 1e-4);
+    const xp = [...x];
+    xp[j] = xj + h;
+    const rp = residuals(xp);
+    const col = new Array<number>(m);
+    for (let i = 0; i < m; i++) col[i] = ((rp[i] as number) - (r[i] as number)) / h;
+    J.push(col);
+  }
+  return J;
+}
+
+/**
+ * JᵀJ and Jᵀr over the rows whose Jacobian row is not all zero (e.g. inactive hinge penalties add nothing); JᵀJ is
+ * symmetric: the upper triangle, mirrored (the same sums in the same order). Non-finite sums count as 0.
+ */
+function normalEquations(J: readonly (readonly number[])[], r: readonly number[], n: number, m: number): { JtJ: number[][]; Jtr: number[] } {
+  const rows: number[] = [];
+  for (let i = 0; i < m; i++) {
+    for (let a = 0; a < n; a++) {
+      if ((J[a] as number[])[i] !== 0) {
+        rows.push(i);
+        break;
+      }
+    }
+  }
+  const JtJ: number[][] = [];
+  const Jtr: number[] = [];
+  for (let a = 0; a < n; a++) JtJ.push(new Array<number>(n).fill(0));
+  for (let a = 0; a < n; a++) {
+    const ca = J[a] as number[];
+    const row = JtJ[a] as number[];
+    for (let b = a; b < n; b++) {
+      const cb = J[b] as number[];
+      let s = 0;
+      for (let t = 0; t < rows.length; t++) {
+        const i = rows[t] as number;
+        s += (ca[i] as number) * (cb[i] as number);
+      }
+      const v = Number.isFinite(s) ? s : 0;
+      row[b] = v;
+      (JtJ[b] as number[])[a] = v;
+    }
+    let s = 0;
+    for (let t = 0; t < rows.length; t++) {
+      const i = rows[t] as number;
+      s += (ca[i] as number) * (r[i] as number);
+    }
+    Jtr.push(Number.isFinite(s) ? s : 0);
+  }
+  return { JtJ, Jtr };
+}
+
+/**
+ * Marks in `frozen` the coordinates on a box bound whose gradient points out of the box (frozen for this step).
+ * @returns the largest gradient magnitude of the free coordinates
+ */
+function freezeActiveBounds(x: readonly number[], Jtr: readonly number[], lower: LmOptions['lower'], upper: LmOptions['upper'], frozen: boolean[]): number {
+  let gMax = 0;
+  for (let j = 0; j < x.length; j++) {
+    const xj = x[j] as number;
+    const gj = Jtr[j] as number;
+    const lo = lower?.[j] ?? Number.NEGATIVE_INFINITY;
+    const hi = upper?.[j] ?? Number.POSITIVE_INFINITY;
+    const tolB = 1e-12 * (1 + Math.abs(xj));
+    frozen[j] = (xj <= lo + tolB && gj > 0) || (xj >= hi - tolB && gj < 0);
+    if (!frozen[j]) gMax = Math.max(gMax, Math.abs(gj));
+  }
+  return gMax;
+}
+
+/**
+ * Transtrum-Sethna (2012) geodesic acceleration: the second directional derivative of r along the velocity
+ * v = step by a finite difference, r'' = (2/t)((r(x + t v) - r(x))/t - J v), t = 0.1; the acceleration a solves
+ * (JᵀJ + mu D) a = -Jᵀ r''; the step v + a/2 is taken when 2|a|/|v| <= 0.75.
+ * @returns true with `step` replaced by v + a/2; false (step unchanged) when the acceleration is too large or singular
+ */
+function accelerate(
+  residuals: (x: readonly number[]) => number[],
+  x: readonly number[],
+  r: readonly number[],
+  J: readonly (readonly number[])[],
+  A: readonly (readonly number[])[],
+  frozen: readonly boolean[],
+  step: number[],
+  m: number,
+): boolean {
+  const n = x.length;
+  const t = 0.1;
+  const rv = residuals(x.map((v, i) => v + t * (step[i] as number)));
+  const Jtrpp = new Array<number>(n).fill(0);
+  for (let i = 0; i < m; i++) {
+    let Jv = 0;
+    for (let j = 0; j < n; j++) Jv += ((J[j] as number[])[i] as number) * (step[j] as number);
+    const rpp = (2 / t) * (((rv[i] as number) - (r[i] as number)) / t - Jv);
+    if (!Number.isFinite(rpp)) continue;
+    for (let j = 0; j < n; j++) Jtrpp[j] = (Jtrpp[j] as number) + ((J[j] as number[])[i] as number) * rpp;
+  }
+  const acc = solveLinearSystem(A, Jtrpp.map((v, i) => (frozen[i] ? 0 : -v)));
+  let aN = 0;
+  let vN = 0;
+  for (let i = 0; i < n; i++) {
+    aN += ((acc?.[i] ?? 0) as number) ** 2;
+    vN += (step[i] as number) ** 2;
+  }
+  if (acc === null || 2 * Math.sqrt(aN) > 0.75 * Math.sqrt(vN)) return false;
+  for (let i = 0; i < n; i++) step[i] = (step[i] as number) + 0.5 * (acc[i] as number);
+  return true;
+}
+
+/** True when the (projected) step h is below xTol relative to x: the iteration has converged. */
+function stepBelowTolerance(h: readonly number[], x: readonly number[], xTol: number): boolean {
+  let hNorm = 0;
+  let xNorm = 0;
+  for (let i = 0; i < h.length; i++) {
+    hNorm += (h[i] as number) ** 2;
+    xNorm += (x[i] as number) ** 2;
+  }
+  return Math.sqrt(hNorm) <= xTol * (Math.sqrt(xNorm) + xTol);
+}
+
+/** Predicted reduction of the linear model for the step h: -hᵀ(Jᵀr + ½ JᵀJ h). */
+function predictedReduction(JtJ: readonly (readonly number[])[], Jtr: readonly number[], h: readonly number[]): number {
+  let pred = 0;
+  for (let i = 0; i < h.length; i++) {
+    let Jh = 0;
+    for (let j = 0; j < h.length; j++) Jh += ((JtJ[i] as number[])[j] as number) * (h[j] as number);
+    pred -= (h[i] as number) * ((Jtr[i] as number) + 0.5 * Jh);
+  }
+  return pred;
 }
 
 /** Options of {@link nelderMead}. */
@@ -423,35 +462,13 @@ export function solveQpActiveSet(
   let it = 0;
   while (it < maxIterations) {
     it++;
-    const q = nE + W.length;
-    const dim = n + q;
+    const dim = n + nE + W.length;
     if (dim > maxDim) {
       // More active rows than variables: drop the oldest inequality (degenerate vertex).
       inW[W.shift() as number] = 0;
       continue;
     }
-    const cols = dim + 1;
-    // KKT system [H C^T; C 0][p; mu] = [-(Hx - g); 0].
-    for (let r = 0; r < n; r++) {
-      const Hr = H[r] as readonly number[];
-      let hx = 0;
-      for (let c = 0; c < n; c++) {
-        K[r * cols + c] = Hr[c] as number;
-        hx += (Hr[c] as number) * (x[c] as number);
-      }
-      for (let t = 0; t < q; t++) {
-        const row = (t < nE ? E[t] : A[W[t - nE] as number]) as readonly number[];
-        K[r * cols + n + t] = row[r] as number;
-      }
-      K[r * cols + dim] = -(hx - (g[r] as number));
-    }
-    for (let t = 0; t < q; t++) {
-      const row = (t < nE ? E[t] : A[W[t - nE] as number]) as readonly number[];
-      const base = (n + t) * cols;
-      for (let c = 0; c < n; c++) K[base + c] = row[c] as number;
-      for (let c = n; c < dim; c++) K[base + c] = 0;
-      K[base + dim] = 0;
-    }
+    fillKkt(K, H, g, A, E, W, x);
     if (!gaussSolveInPlace(K, dim, sol)) {
       if (W.length === 0) break;
       inW[W.pop() as number] = 0;
@@ -464,39 +481,11 @@ export function solveQpActiveSet(
       xNorm = Math.max(xNorm, Math.abs(x[i] as number));
     }
     if (pNorm <= 1e-13 * (1 + xNorm)) {
-      let worst = -1;
-      let worstVal = -1e-14;
-      for (let j = 0; j < W.length; j++) {
-        const mu = sol[n + nE + j] as number;
-        if (mu < worstVal) {
-          worstVal = mu;
-          worst = j;
-        }
-      }
-      if (worst < 0) break;
-      inW[W[worst] as number] = 0;
-      W.splice(worst, 1);
+      // no move: optimal unless an active inequality has a negative multiplier (the most negative one is dropped)
+      if (!dropMostNegativeMultiplier(sol, n + nE, W, inW)) break;
       continue;
     }
-    let alpha = 1;
-    let block = -1;
-    for (let i = 0; i < mA; i++) {
-      if (inW[i]) continue;
-      const Ai = A[i] as readonly number[];
-      let ap = 0;
-      let ax = 0;
-      for (let c = 0; c < n; c++) {
-        ap += (Ai[c] as number) * (sol[c] as number);
-        ax += (Ai[c] as number) * (x[c] as number);
-      }
-      if (ap > 1e-15) {
-        const t = Math.max(0, (b[i] as number) - ax) / ap;
-        if (t < alpha) {
-          alpha = t;
-          block = i;
-        }
-      }
-    }
+    const { alpha, block } = stepToBlocking(A, b, inW, sol, x, n);
     for (let i = 0; i < n; i++) x[i] = (x[i] as number) + alpha * (sol[i] as number);
     if (block >= 0) {
       W.push(block);
@@ -504,6 +493,91 @@ export function solveQpActiveSet(
     }
   }
   return { x: Array.from(x), active: W, iterations: it };
+}
+
+/**
+ * Writes into `K` (row-major, dim + 1 columns) the KKT system of the working set W (equality rows first):
+ * [H Cᵀ; C 0][p; mu] = [-(Hx - g); 0].
+ */
+function fillKkt(
+  K: Float64Array,
+  H: readonly (readonly number[])[],
+  g: readonly number[],
+  A: readonly (readonly number[])[],
+  E: readonly (readonly number[])[],
+  W: readonly number[],
+  x: Float64Array,
+): void {
+  const n = g.length;
+  const nE = E.length;
+  const q = nE + W.length;
+  const dim = n + q;
+  const cols = dim + 1;
+  for (let r = 0; r < n; r++) {
+    const Hr = H[r] as readonly number[];
+    let hx = 0;
+    for (let c = 0; c < n; c++) {
+      K[r * cols + c] = Hr[c] as number;
+      hx += (Hr[c] as number) * (x[c] as number);
+    }
+    for (let t = 0; t < q; t++) {
+      const row = (t < nE ? E[t] : A[W[t - nE] as number]) as readonly number[];
+      K[r * cols + n + t] = row[r] as number;
+    }
+    K[r * cols + dim] = -(hx - (g[r] as number));
+  }
+  for (let t = 0; t < q; t++) {
+    const row = (t < nE ? E[t] : A[W[t - nE] as number]) as readonly number[];
+    const base = (n + t) * cols;
+    for (let c = 0; c < n; c++) K[base + c] = row[c] as number;
+    for (let c = n; c < dim; c++) K[base + c] = 0;
+    K[base + dim] = 0;
+  }
+}
+
+/**
+ * Drops from the working set the inequality with the most negative multiplier (below -1e-14; the multipliers of W
+ * start at `sol[first]`).
+ * @returns false when there is none: the iterate is optimal
+ */
+function dropMostNegativeMultiplier(sol: Float64Array, first: number, W: number[], inW: Uint8Array): boolean {
+  let worst = -1;
+  let worstVal = -1e-14;
+  for (let j = 0; j < W.length; j++) {
+    const mu = sol[first + j] as number;
+    if (mu < worstVal) {
+      worstVal = mu;
+      worst = j;
+    }
+  }
+  if (worst < 0) return false;
+  inW[W[worst] as number] = 0;
+  W.splice(worst, 1);
+  return true;
+}
+
+/** The longest fraction (at most 1) of the step `sol` that keeps the inequalities outside W, and the first row that blocks it (or -1). */
+function stepToBlocking(A: readonly (readonly number[])[], b: readonly number[], inW: Uint8Array, sol: Float64Array, x: Float64Array, n: number): { alpha: number; block: number } {
+  let alpha = 1;
+  let block = -1;
+  for (let i = 0; i < A.length; i++) {
+    if (inW[i]) continue;
+    const Ai = A[i] as readonly number[];
+    let ap = 0;
+    let ax = 0;
+    for (let c = 0; c < n; c++) {
+      ap += (Ai[c] as number) * (sol[c] as number);
+      ax += (Ai[c] as number) * (x[c] as number);
+    }
+    if (ap > 1e-15) {
+      const t = Math.max(0, (b[i] as number) - ax) / ap;
+      if (t < alpha) {
+        alpha = t;
+        block = i;
+      }
+    }
+  }
+  return { alpha, block };
 }
 
 /**

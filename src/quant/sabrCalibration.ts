@@ -190,70 +190,176 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   // Weights as calibrateSvi's (quoteWeights.ts), with SABR's own vega floor (see SabrCalibrationOptions.vegaFloor).
   const weighting = resolveWeighting(options.weighting ?? 'vega', valid.map((x) => x.q));
   const omegaAll = computeQuoteWeights(valid.map((x) => x.q), T, weighting, { vegaFloor: options.vegaFloor ?? 0.03, minSpread: options.minSpread ?? 0.005 });
-  const prep = (keep: readonly boolean[]): Prepared => {
-    const idx: number[] = [];
-    keep.forEach((kp, j) => {
-      if (kp) idx.push(j);
-    });
-    let sum = 0;
-    for (const j of idx) sum += omegaAll[j] as number;
-    const out: Prepared = {
-      k: new Float64Array(idx.length),
-      K: new Float64Array(idx.length),
-      iv: new Float64Array(idx.length),
-      sqrtOmega: new Float64Array(idx.length),
-      index: idx.map((j) => (valid[j] as { i: number }).i),
-    };
-    idx.forEach((j, t) => {
-      const q = (valid[j] as { q: SviQuote }).q;
-      out.k[t] = q.k;
-      out.K[t] = F * Math.exp(q.k);
-      out.iv[t] = q.iv;
-      out.sqrtOmega[t] = Math.sqrt(((omegaAll[j] as number) * idx.length) / sum);
-    });
-    return out;
-  };
-  const all = prep(valid.map(() => true));
+  const all = prepareSabrQuotes(valid, omegaAll, F, valid.map(() => true));
   const n = all.k.length;
   const minFull = Math.max(3, options.minQuotesFull ?? 5);
   const mode: SabrFitMode = n === 1 ? 'sabr-1p' : n === 2 ? 'sabr-2p' : n < minFull ? 'sabr-3p-ridge' : 'sabr-3p';
   const marketAtm = marketAtmIv(all.k, all.iv);
-  const atmGuess = marketAtm ?? nearestIv(all);
-  const fPow = Math.pow(F, 1 - beta);
-  const alphaLo = 1e-6 * fPow;
-  const alphaHi = 20 * fPow;
   const shape = sparseShape(T, nuMax, options.prior, options.priorT);
-  const warnings: string[] = [];
+  const fitter = new SabrFitter({ F, T, beta, formula, nuMax, mode, atmGuess: marketAtm ?? nearestIv(all), shape, options });
   const notes: string[] = [];
-  let iterations = 0;
-  let repairFailed = false;
+  const extraStarts = previousStart(options, beta, nuMax);
 
-  const free = mode === 'sabr-1p' ? [0] : mode === 'sabr-2p' ? [0, 1] : [0, 1, 2];
-  const ridge = mode === 'sabr-3p-ridge' ? 1e-3 : 0;
-  const toParams = (p: readonly number[]): SabrParams => ({ alpha: p[0] as number, beta, rho: p[1] as number, nu: p[2] as number });
-  const vol = (p: SabrParams, K: number): number => sabrImpliedVolUnchecked(p, F, K, T, formula);
-  const checkOpts = (d: Prepared): DensityCheckOptions => ({ kMin: d.k[0], kMax: d.k[d.k.length - 1], ...options.densityCheck });
+  let used = all;
+  let res = fitter.fitAndRepair(all, extraStarts);
+  const outliers = mode === 'sabr-3p' && n >= 10 ? outliersToTrim(fitter, res.x, all, options) : null;
+  if (outliers) {
+    const keep = valid.map(() => true);
+    for (const o of outliers.trim) keep[o.t] = false;
+    used = prepareSabrQuotes(valid, omegaAll, F, keep);
+    for (const o of outliers.trim) dropped.push(all.index[o.t] as number);
+    res = fitter.fitAndRepair(used, [...extraStarts, res.x]);
+    notes.push(`trimmed ${outliers.trim.length} outlier${outliers.trim.length > 1 ? 's' : ''} (> ${outliers.thr.toFixed(2)} weighted vol pts from the median residual) and refitted`);
+  }
+  const params = fitter.toParams(res.x);
+  notes.unshift(describeSabrMode(mode, shape, n));
+  if (res.penalty) notes.push('density penalty applied (butterfly repair)');
+  if (fitter.repairFailed && !res.penalty) notes.push('butterfly repair by density penalty failed; unpenalized fit kept');
 
-  const fit = (d: Prepared, starts: readonly (readonly number[])[], lambda: number, penaltyStrikes: readonly number[]): { x: number[]; cost: number } => {
+  const a = assessSabrFit(fitter, params, res, used, all, marketAtm);
+  dropped.sort((x, y) => x - y);
+  return {
+    params,
+    formula,
+    F,
+    T,
+    rmseVolPts: a.rmse,
+    maxErrorVolPts: a.maxErr,
+    rmseAllVolPts: a.rmseAll,
+    unconstrainedRmseVolPts: Number.isFinite(a.rawRmse) ? a.rawRmse : a.rmseAll,
+    within10Delta: errorStats(a.resCore),
+    quotesUsed: used.k.length,
+    quotesDropped: dropped,
+    arbitrageFree: res.check.arbitrageFree,
+    minDensity: res.check.minDensity,
+    kAtMinDensity: Number.isFinite(res.check.atStrike) ? Math.log(res.check.atStrike / F) : Number.NaN,
+    mode,
+    method: `${mode}: SABR beta = ${beta} (${formula === 'hagan2002' ? 'Hagan et al. 2002 eq. (2.17)' : 'Obloj 2008'}); ${notes.join('; ')}`,
+    weighting,
+    iterations: fitter.iterations,
+    atm: { marketIv: marketAtm, modelIv: a.modelAtm, errorVolPts: a.atmErr },
+    warnings: a.warnings,
+  };
+}
+
+/** The quotes kept (`keep`, by index into `valid`) as arrays, their strikes K = F e^k, and their weights' square roots (weights of mean 1). */
+function prepareSabrQuotes(valid: ReturnType<typeof validSortedQuotes>['valid'], omegaAll: readonly number[], F: number, keep: readonly boolean[]): Prepared {
+  const idx: number[] = [];
+  keep.forEach((kp, j) => {
+    if (kp) idx.push(j);
+  });
+  let sum = 0;
+  for (const j of idx) sum += omegaAll[j] as number;
+  const out: Prepared = {
+    k: new Float64Array(idx.length),
+    K: new Float64Array(idx.length),
+    iv: new Float64Array(idx.length),
+    sqrtOmega: new Float64Array(idx.length),
+    index: idx.map((j) => (valid[j] as { i: number }).i),
+  };
+  idx.forEach((j, t) => {
+    const q = (valid[j] as { q: SviQuote }).q;
+    out.k[t] = q.k;
+    out.K[t] = F * Math.exp(q.k);
+    out.iv[t] = q.iv;
+    out.sqrtOmega[t] = Math.sqrt(((omegaAll[j] as number) * idx.length) / sum);
+  });
+  return out;
+}
+
+/** The previous parameters as an extra start (rho and nu clipped to the bounds), when they are valid SABR parameters. */
+function previousStart(options: SabrCalibrationOptions, beta: number, nuMax: number): number[][] {
+  const extraStarts: number[][] = [];
+  if (options.previous && sabrParamViolations({ ...options.previous, beta }).length === 0) {
+    const p = options.previous;
+    extraStarts.push([p.alpha, Math.max(-RHO_MAX, Math.min(RHO_MAX, p.rho)), Math.min(Math.max(p.nu, NU_MIN), nuMax)]);
+  }
+  return extraStarts;
+}
+
+/** What the fit of one expiry knows: the market, the formula, the mode (free parameters, ridge) and the bounds. */
+interface SabrFitterSetup {
+  readonly F: number;
+  readonly T: number;
+  readonly beta: number;
+  readonly formula: SabrFormula;
+  readonly nuMax: number;
+  readonly mode: SabrFitMode;
+  /** The market ATM vol, or the nearest quote's: the starts' and the penalty grid's scale. */
+  readonly atmGuess: number;
+  readonly shape: Shape;
+  readonly options: SabrCalibrationOptions;
+}
+
+/** A fit and its butterfly repair: the point returned, the unpenalized one, whether the penalty was used, the density check of the point. */
+interface SabrFitOutcome {
+  readonly x: number[];
+  readonly x0: number[];
+  readonly penalty: boolean;
+  readonly check: ReturnType<typeof checkSmileDensity>;
+}
+
+/** The projected-LM fits of one expiry (alpha, rho, nu; beta fixed), counting their iterations. */
+class SabrFitter {
+  readonly free: number[];
+  private readonly ridge: number;
+  private readonly alphaLo: number;
+  private readonly alphaHi: number;
+  private readonly fPow: number;
+  iterations = 0;
+  /** Set when a butterfly repair found no penalty weight giving an arbitrage-free smile. */
+  repairFailed = false;
+
+  constructor(readonly s: SabrFitterSetup) {
+    const { mode, F, beta } = s;
+    this.free = mode === 'sabr-1p' ? [0] : mode === 'sabr-2p' ? [0, 1] : [0, 1, 2];
+    this.ridge = mode === 'sabr-3p-ridge' ? 1e-3 : 0;
+    this.fPow = Math.pow(F, 1 - beta);
+    this.alphaLo = 1e-6 * this.fPow;
+    this.alphaHi = 20 * this.fPow;
+  }
+
+  toParams(p: readonly number[]): SabrParams {
+    return { alpha: p[0] as number, beta: this.s.beta, rho: p[1] as number, nu: p[2] as number };
+  }
+
+  vol(p: SabrParams, K: number): number {
+    return sabrImpliedVolUnchecked(p, this.s.F, K, this.s.T, this.s.formula);
+  }
+
+  private checkOpts(d: Prepared): DensityCheckOptions {
+    return { kMin: d.k[0], kMax: d.k[d.k.length - 1], ...this.s.options.densityCheck };
+  }
+
+  /** The weighted IV residuals of the free parameters over `base`, the ridge rows, and the density penalty rows (lambda > 0). */
+  private residuals(d: Prepared, lambda: number, penaltyStrikes: readonly number[], base: readonly number[]) {
+    const { F, T, shape, atmGuess } = this.s;
+    const { free, ridge } = this;
     const sl = Math.sqrt(lambda);
     const sStd = atmGuess * Math.sqrt(T);
-    const residuals = (base: readonly number[]) => (x: readonly number[]): number[] => {
+    return (x: readonly number[]): number[] => {
       const p = [...base];
       free.forEach((j, t) => {
         p[j] = x[t] as number;
       });
-      const sp = toParams(p);
+      const sp = this.toParams(p);
       const out: number[] = [];
-      for (let i = 0; i < d.k.length; i++) out.push((d.sqrtOmega[i] as number) * (vol(sp, d.K[i] as number) - (d.iv[i] as number)));
+      for (let i = 0; i < d.k.length; i++) out.push((d.sqrtOmega[i] as number) * (this.vol(sp, d.K[i] as number) - (d.iv[i] as number)));
       if (ridge > 0) {
         out.push(ridge * ((p[1] as number) - shape.rho));
         out.push(ridge * Math.log((p[2] as number) / shape.nu));
       }
       if (lambda > 0) {
-        for (const h of smileArbitragePenalties((K) => vol(sp, K), F, T, penaltyStrikes, sStd)) out.push(sl * h);
+        for (const h of smileArbitragePenalties((K) => this.vol(sp, K), F, T, penaltyStrikes, sStd)) out.push(sl * h);
       }
       return out;
     };
+  }
+
+  /** The best of the projected-LM fits from each start (a later one wins only by a relative 1e-12). */
+  fit(d: Prepared, starts: readonly (readonly number[])[], lambda: number, penaltyStrikes: readonly number[]): { x: number[]; cost: number } {
+    const { free, alphaLo, alphaHi } = this;
+    const nuMax = this.s.nuMax;
     let best: { x: number[]; cost: number } | null = null;
     for (const s of starts) {
       const base = [...s];
@@ -267,8 +373,8 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
         p[2] = Math.min(Math.max(p[2] as number, NU_MIN), nuMax);
         return free.map((j) => p[j] as number);
       };
-      const lm = levenbergMarquardt(residuals(base), free.map((j) => s[j] as number), { project, maxIterations: lambda > 0 ? 150 : 200 });
-      iterations += lm.iterations;
+      const lm = levenbergMarquardt(this.residuals(d, lambda, penaltyStrikes, base), free.map((j) => s[j] as number), { project, maxIterations: lambda > 0 ? 150 : 200 });
+      this.iterations += lm.iterations;
       const p = [...base];
       free.forEach((j, t) => {
         p[j] = lm.x[t] as number;
@@ -276,9 +382,15 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
       if (best === null || lm.cost < best.cost * (1 - 1e-12)) best = { x: p, cost: lm.cost };
     }
     return best as { x: number[]; cost: number };
-  };
+  }
 
-  const startPoints = (d: Prepared, extra: readonly (readonly number[])[]): number[][] => {
+  /**
+   * The starts: the shape's point (alpha from the ATM vol) and the extra ones in the sparse modes; with all three
+   * free, the warm extra ones alone, or the local minima of a 4 x 4 (rho, nu) grid plus the shape's point and the extra ones.
+   */
+  startPoints(d: Prepared, extra: readonly (readonly number[])[]): number[][] {
+    const { F, T, beta, nuMax, mode, atmGuess, shape, options } = this.s;
+    const { alphaLo, alphaHi, fPow } = this;
     const alphaFor = (rho: number, nu: number): number => {
       const a = sabrAlphaFromAtmVol(atmGuess, F, T, beta, rho, nu);
       return Math.min(Math.max(Number.isFinite(a) && a > 0 ? a : atmGuess * fPow, alphaLo), alphaHi);
@@ -295,10 +407,10 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
       for (const g of [0.1, 0.25, 0.6, 1.5]) {
         const nu = clipNu(g / Math.sqrt(T));
         const x = [alphaFor(rho, nu), rho, nu];
-        const sp = toParams(x);
+        const sp = this.toParams(x);
         let f = 0;
         for (let i = 0; i < d.k.length; i++) {
-          const r = (d.sqrtOmega[i] as number) * (vol(sp, d.K[i] as number) - (d.iv[i] as number));
+          const r = (d.sqrtOmega[i] as number) * (this.vol(sp, d.K[i] as number) - (d.iv[i] as number));
           f += r * r;
         }
         cand.push({ x, f: Number.isFinite(f) ? f : Number.POSITIVE_INFINITY });
@@ -310,18 +422,13 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     out.push([alphaFor(shape.rho, shape.nu), shape.rho, shape.nu]);
     for (const e of extra) out.push([...e]);
     return out;
-  };
-
-  const extraStarts: number[][] = [];
-  if (options.previous && sabrParamViolations({ ...options.previous, beta }).length === 0) {
-    const p = options.previous;
-    extraStarts.push([p.alpha, Math.max(-RHO_MAX, Math.min(RHO_MAX, p.rho)), Math.min(Math.max(p.nu, NU_MIN), nuMax)]);
   }
 
   /** The fit of `d` with its butterfly repair, and the density check of the returned point on d's grid. */
-  const fitAndRepair = (d: Prepared, extra: readonly (readonly number[])[]): { x: number[]; x0: number[]; penalty: boolean; check: ReturnType<typeof checkSmileDensity> } => {
-    const x0 = fit(d, startPoints(d, extra), 0, []).x;
-    const chk0 = checkSmileDensity((K) => vol(toParams(x0), K), F, T, checkOpts(d));
+  fitAndRepair(d: Prepared, extra: readonly (readonly number[])[]): SabrFitOutcome {
+    const { F, T, atmGuess, options } = this.s;
+    const x0 = this.fit(d, this.startPoints(d, extra), 0, []).x;
+    const chk0 = checkSmileDensity((K) => this.vol(this.toParams(x0), K), F, T, this.checkOpts(d));
     if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, x0, penalty: false, check: chk0 };
     // Constrained refit: the first penalty weight that gives an arbitrage-free smile wins; if none
     // does, the unpenalized fit is kept and reported as not arbitrage-free (the caller rejects it).
@@ -329,61 +436,64 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     // so that it reaches beyond the check grid of any nearby refit), 161 points.
     const penaltyGrid = (xc: readonly number[]): readonly number[] => {
       if (options.densityCheck?.strikes) return options.densityCheck.strikes;
-      const s = vol(toParams(xc), F);
-      return defaultDensityCheckStrikes(F, T, 1.15 * (s > 0 && Number.isFinite(s) ? s : atmGuess), { ...checkOpts(d), points: 161 });
+      const s = this.vol(this.toParams(xc), F);
+      return defaultDensityCheckStrikes(F, T, 1.15 * (s > 0 && Number.isFinite(s) ? s : atmGuess), { ...this.checkOpts(d), points: 161 });
     };
     let x = x0;
     for (let lambda = 1; lambda <= 1e4; lambda *= 10) {
-      x = fit(d, [x], lambda, penaltyGrid(x)).x;
-      const chk = checkSmileDensity((K) => vol(toParams(x), K), F, T, checkOpts(d));
+      x = this.fit(d, [x], lambda, penaltyGrid(x)).x;
+      const chk = checkSmileDensity((K) => this.vol(this.toParams(x), K), F, T, this.checkOpts(d));
       if (chk.arbitrageFree) return { x, x0, penalty: true, check: chk };
     }
-    repairFailed = true;
+    this.repairFailed = true;
     return { x: x0, x0, penalty: false, check: chk0 };
-  };
-
-  let used = all;
-  let res = fitAndRepair(all, extraStarts);
-  let x = res.x;
-  const maxFrac = options.maxOutlierFraction ?? 0.1;
-  if (mode === 'sabr-3p' && n >= 10 && maxFrac > 0) {
-    const r = residualsVolPts(toParams(x), all, vol).map((e, t) => e * (all.sqrtOmega[t] as number));
-    const med = median(r);
-    const mad = 1.4826 * median(r.map((e) => Math.abs(e - med)));
-    const thr = Math.max((options.outlierSigmas ?? 4) * mad, options.outlierFloorVolPts ?? 1);
-    const trim = r
-      .map((e, t) => ({ e: Math.abs(e - med), t }))
-      .filter((o) => o.e > thr)
-      .sort((a, b) => b.e - a.e || a.t - b.t)
-      .slice(0, Math.floor(maxFrac * n));
-    if (trim.length > 0) {
-      const keep = valid.map(() => true);
-      for (const o of trim) keep[o.t] = false;
-      used = prep(keep);
-      for (const o of trim) dropped.push(all.index[o.t] as number);
-      res = fitAndRepair(used, [...extraStarts, x]);
-      x = res.x;
-      notes.push(`trimmed ${trim.length} outlier${trim.length > 1 ? 's' : ''} (> ${thr.toFixed(2)} weighted vol pts from the median residual) and refitted`);
-    }
   }
-  const params = toParams(x);
+}
+
+/**
+ * With all three parameters free and >= 10 quotes: the quotes whose weighted residual is further than
+ * max(outlierSigmas robust deviations, outlierFloorVolPts) from the median, largest first, at most maxOutlierFraction
+ * of them; null when none is (or maxOutlierFraction is 0).
+ */
+function outliersToTrim(fitter: SabrFitter, x: readonly number[], all: Prepared, options: SabrCalibrationOptions): { trim: Array<{ e: number; t: number }>; thr: number } | null {
+  const maxFrac = options.maxOutlierFraction ?? 0.1;
+  if (!(maxFrac > 0)) return null;
+  const n = all.k.length;
+  const r = residualsVolPts(fitter.toParams(x), all, (p, K) => fitter.vol(p, K)).map((e, t) => e * (all.sqrtOmega[t] as number));
+  const med = median(r);
+  const mad = 1.4826 * median(r.map((e) => Math.abs(e - med)));
+  const thr = Math.max((options.outlierSigmas ?? 4) * mad, options.outlierFloorVolPts ?? 1);
+  const trim = r
+    .map((e, t) => ({ e: Math.abs(e - med), t }))
+    .filter((o) => o.e > thr)
+    .sort((a, b) => b.e - a.e || a.t - b.t)
+    .slice(0, Math.floor(maxFrac * n));
+  return trim.length > 0 ? { trim, thr } : null;
+}
+
+/** What the fit's mode fixed or fitted, for `method`. */
+function describeSabrMode(mode: SabrFitMode, shape: Shape, n: number): string {
   const describe = shape.fromPrior ? 'the prior (neighbouring expiry)' : 'the default shape';
   switch (mode) {
     case 'sabr-1p':
-      notes.unshift(`alpha fitted; rho = ${shape.rho.toFixed(3)} and nu = ${shape.nu.toPrecision(4)} fixed from ${describe}`);
-      break;
+      return `alpha fitted; rho = ${shape.rho.toFixed(3)} and nu = ${shape.nu.toPrecision(4)} fixed from ${describe}`;
     case 'sabr-2p':
-      notes.unshift(`alpha and rho fitted; nu = ${shape.nu.toPrecision(4)} fixed from ${describe}`);
-      break;
+      return `alpha and rho fitted; nu = ${shape.nu.toPrecision(4)} fixed from ${describe}`;
     case 'sabr-3p-ridge':
-      notes.unshift(`alpha, rho, nu fitted with a weak ridge towards ${describe} (${n} quotes)`);
-      break;
+      return `alpha, rho, nu fitted with a weak ridge towards ${describe} (${n} quotes)`;
     default:
-      notes.unshift('alpha, rho, nu fitted (grid of starts, projected LM)');
+      return 'alpha, rho, nu fitted (grid of starts, projected LM)';
   }
-  if (res.penalty) notes.push('density penalty applied (butterfly repair)');
-  if (repairFailed && !res.penalty) notes.push('butterfly repair by density penalty failed; unpenalized fit kept');
+}
 
+/**
+ * The fit's checks: arbitrage left, errors (RMSE and max over the quotes used, RMSE over all and before the
+ * penalty), the errors within the 10-delta strikes, and the ATM check; warnings in that order.
+ */
+function assessSabrFit(fitter: SabrFitter, params: SabrParams, res: SabrFitOutcome, used: Prepared, all: Prepared, marketAtm: number | null) {
+  const { F, T, atmGuess } = fitter.s;
+  const vol = (p: SabrParams, K: number): number => fitter.vol(p, K);
+  const warnings: string[] = [];
   // the check of the returned point on the grid of the quotes used (done once, in fitAndRepair)
   const chk = res.check;
   if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage remains: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
@@ -391,7 +501,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   const resAll = residualsVolPts(params, all, vol);
   const rmse = Math.sqrt(resUsed.reduce((s, e) => s + e * e, 0) / resUsed.length);
   const rmseAll = Math.sqrt(resAll.reduce((s, e) => s + e * e, 0) / resAll.length);
-  const resRaw = residualsVolPts(toParams(res.x0), all, vol);
+  const resRaw = residualsVolPts(fitter.toParams(res.x0), all, vol);
   const rawRmse = Math.sqrt(resRaw.reduce((s, e) => s + e * e, 0) / resRaw.length);
   const maxErr = resUsed.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
   const smile = (K: number): number => vol(params, K);
@@ -413,29 +523,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     warnings.push(`ATM check: fitted ATM IV ${(100 * modelAtm).toFixed(2)} vs market ${(100 * (marketAtm as number)).toFixed(2)} vol pts`);
   }
   if (!(modelAtm > 0 && Number.isFinite(modelAtm))) warnings.push('fitted ATM vol is not positive: parameters outside the expansion domain');
-  dropped.sort((a, b) => a - b);
-  return {
-    params,
-    formula,
-    F,
-    T,
-    rmseVolPts: rmse,
-    maxErrorVolPts: maxErr,
-    rmseAllVolPts: rmseAll,
-    unconstrainedRmseVolPts: Number.isFinite(rawRmse) ? rawRmse : rmseAll,
-    within10Delta: errorStats(resCore),
-    quotesUsed: used.k.length,
-    quotesDropped: dropped,
-    arbitrageFree: chk.arbitrageFree,
-    minDensity: chk.minDensity,
-    kAtMinDensity: Number.isFinite(chk.atStrike) ? Math.log(chk.atStrike / F) : Number.NaN,
-    mode,
-    method: `${mode}: SABR beta = ${beta} (${formula === 'hagan2002' ? 'Hagan et al. 2002 eq. (2.17)' : 'Obloj 2008'}); ${notes.join('; ')}`,
-    weighting,
-    iterations,
-    atm: { marketIv: marketAtm, modelIv: modelAtm, errorVolPts: atmErr },
-    warnings,
-  };
+  return { rmse, maxErr, rmseAll, rawRmse, resCore, modelAtm, atmErr, warnings };
 }
 
 // ---------------------------------------------------------------------------------------------

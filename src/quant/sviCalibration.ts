@@ -184,104 +184,153 @@ const RHO_MAX = 0.999;
 export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: SviCalibrationOptions = {}): SviCalibrationResult {
   if (!(T > 0) || !Number.isFinite(T)) throw new RangeError(`calibrateSvi: T must be a finite number > 0, got ${T}`);
   const { valid, dropped } = validSortedQuotes(quotes, 'calibrateSvi');
-
   const weighting = resolveWeighting(options.weighting ?? 'auto', valid.map((x) => x.q));
-  const omegaAll = computeQuoteWeights(valid.map((x) => x.q), T, weighting, { vegaFloor: options.vegaFloor ?? 0.1, minSpread: options.minSpread ?? 0.005 });
-  const warnings: string[] = [];
-  let iterations = 0;
-
+  const all = prepareQuotes(valid, T, weighting, options);
   const n = valid.length;
   const minFull = Math.max(5, options.minQuotesFull ?? 7);
   const mode: SviFitMode = n === 1 ? 'flat' : n === 2 ? 'svi-2p' : n <= 4 ? 'svi-3p' : n < minFull ? 'svi-4p' : 'svi-5p';
+  const fit = mode === 'flat' ? flatSviFit(all, T) : shapedSviFit(all, T, mode, options);
+  const a = assessSviFit(all, T, fit, options);
+  dropped.sort((x, y) => x - y);
+  return {
+    params: fit.params,
+    T,
+    rmseVolPts: a.rmseVolPts,
+    maxErrorVolPts: a.maxErrorVolPts,
+    unconstrainedRmseVolPts: a.unconstrainedRmseVolPts,
+    quotesUsed: all.k.length,
+    quotesDropped: dropped,
+    outliers: a.outliers,
+    robustScaleVolPts: fit.robustScaleVolPts,
+    butterflyFree: a.butterflyFree,
+    calendarFree: a.calendarFree,
+    minG: a.minG,
+    kAtMinG: a.kAtMinG,
+    mode,
+    method: `${mode}: ${fit.notes.join('; ')}`,
+    weighting,
+    iterations: fit.iterations,
+    atm: a.atm,
+    warnings: a.warnings,
+  };
+}
 
+/** The valid quotes (sorted) as arrays, with their IV-residual weights normalized to mean 1. */
+function prepareQuotes(valid: ReturnType<typeof validSortedQuotes>['valid'], T: number, weighting: Exclude<SviWeighting, 'auto'>, options: SviCalibrationOptions): Prepared {
+  const n = valid.length;
+  const omegaAll = computeQuoteWeights(valid.map((x) => x.q), T, weighting, { vegaFloor: options.vegaFloor ?? 0.1, minSpread: options.minSpread ?? 0.005 });
   let omegaSum = 0;
   for (const w of omegaAll) omegaSum += w;
-  const all: Prepared = {
+  return {
     k: Float64Array.from(valid, (x) => x.q.k),
     iv: Float64Array.from(valid, (x) => x.q.iv),
     v: Float64Array.from(valid, (x) => x.q.iv * x.q.iv),
     omega: Float64Array.from(omegaAll, (w) => (w * n) / omegaSum),
     index: valid.map((x) => x.i),
   };
-  const atmMarketIv = marketAtmIv(all.k, all.iv);
+}
 
-  let params: SviParams;
-  let rawParams: SviParams | null = null;
-  let robustScaleVolPts: number | null = null;
-  const notes: string[] = [];
-  let penaltyUsed = false;
+/** What the fit of one expiry gave. */
+interface SviFit {
+  readonly params: SviParams;
+  /** The parameters before the arbitrage penalty rounds, or null (flat smile). */
+  readonly rawParams: SviParams | null;
+  /** Scale of the soft-L1 loss, weighted vol points, or null without the robust refit. */
+  readonly robustScaleVolPts: number | null;
+  /** What was done, for `method`. */
+  readonly notes: readonly string[];
+  readonly iterations: number;
+}
 
-  if (mode === 'flat') {
-    const iv0 = all.iv[0] as number;
-    params = { a: iv0 * iv0 * T, b: 0, rho: 0, m: all.k[0] as number, sigma: 0.1 };
-    notes.push('flat smile through the single quote (b = 0)');
-  } else {
-    const shape = sparseShape(all, T, options.prior);
-    const floor = options.calendarFloor;
-    const fitOnce = (data: Prepared): { p: SviParams; raw: SviParams; penalty: boolean; robustScale: number | null } => {
-      const ctx = makeContext(data, T, mode, shape);
-      const qe = quasiExplicit(ctx, options.previous ? [options.previous] : [], options.warm === true && options.previous !== undefined);
-      iterations += qe.iterations;
-      const lm = polish(ctx, qe.params, { lambda: 0 });
-      iterations += lm.iterations;
-      let p = lm.params;
-      // Robust refit (>= 10 quotes, 5-parameter mode): soft-L1 loss whose scale is a multiple of the
-      // MAD of the least-squares residuals, so that outliers have bounded influence. Unlike hard
-      // trimming this keeps the fit a continuous function of the quotes.
-      let robustScale: number | null = null;
-      if (mode === 'svi-5p' && data.k.length >= 10 && (options.robust ?? true)) {
-        const res = residualsVolPts(p, data, T).map((e, t) => (e / 100) * Math.sqrt(data.omega[t] as number));
-        const med = median(res);
-        const mad = 1.4826 * median(res.map((e) => Math.abs(e - med)));
-        robustScale = Math.max((options.outlierSigmas ?? 3) * mad, (options.outlierFloorVolPts ?? 0.5) / 100);
-        const rb = polish(ctx, p, { lambda: 0, lossScale: robustScale });
-        iterations += rb.iterations;
-        p = rb.params;
-      }
-      const raw = p;
-      const gridOf = (q: SviParams): readonly number[] => options.kGrid ?? defaultSviCheckGrid(q);
-      let chk = butterflyArbitrageFree(p, gridOf(p));
-      let cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
-      const ceiling = options.calendarCeiling;
-      const ceilGrid = ceiling ? ceiling.kGrid.filter((k) => Number.isFinite(ceiling.w(k)) && ceiling.w(k) > 0) : [];
-      const ceilViolations = (q: SviParams): number[] => (ceiling ? ceilGrid.filter((k) => sviTotalVariance(q, k) > ceiling.w(k)) : []);
-      let ceil = ceilViolations(p);
-      let penalty = false;
-      // Penalty points: a coarse grid plus every violating check-grid point found so far.
-      const penPts = options.kGrid ? [...options.kGrid] : penaltyGrid(p, data);
-      const calPts = floor ? [...penPts] : [];
-      for (let round = 0, lambda = 1; (!chk.arbitrageFree || cal.length > 0 || ceil.length > 0) && round < 6; round++, lambda *= 10) {
-        penalty = true;
-        for (const k of thin(chk.violations, 40)) penPts.push(k);
-        for (const k of thin(cal, 40)) calPts.push(k);
-        const pen = polish(ctx, p, {
-          lambda,
-          bfGrid: penPts,
-          calGrid: calPts,
-          floor,
-          lossScale: robustScale ?? undefined,
-          ...(ceiling ? { ceiling: { w: ceilGrid.map((k) => ceiling.w(k)), k: ceilGrid } } : {}),
-        });
-        iterations += pen.iterations;
-        p = pen.params;
-        chk = butterflyArbitrageFree(p, gridOf(p));
-        cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
-        ceil = ceilViolations(p);
-      }
-      return { p, raw, penalty, robustScale };
-    };
-    const fit = fitOnce(all);
-    params = fit.p;
-    rawParams = fit.raw;
-    penaltyUsed = fit.penalty;
-    if (fit.robustScale !== null) {
-      robustScaleVolPts = 100 * fit.robustScale;
-      notes.push(`soft-L1 robust loss, scale ${robustScaleVolPts.toFixed(2)} weighted vol pts`);
-    }
-    notes.unshift(describeMode(mode, shape));
-    if (penaltyUsed) notes.push(options.calendarFloor ? 'butterfly/calendar penalty applied' : 'butterfly penalty on negative g(k) applied');
+/** One quote: a flat smile through it (b = 0). */
+function flatSviFit(all: Prepared, T: number): SviFit {
+  const iv0 = all.iv[0] as number;
+  const params = { a: iv0 * iv0 * T, b: 0, rho: 0, m: all.k[0] as number, sigma: 0.1 };
+  return { params, rawParams: null, robustScaleVolPts: null, notes: ['flat smile through the single quote (b = 0)'], iterations: 0 };
+}
+
+/**
+ * Two quotes or more: the quasi-explicit fit polished by least squares, the robust refit (5 parameters, >= 10
+ * quotes), then penalty rounds while butterfly or calendar arbitrage remains.
+ */
+function shapedSviFit(all: Prepared, T: number, mode: Exclude<SviFitMode, 'flat'>, options: SviCalibrationOptions): SviFit {
+  const shape = sparseShape(all, T, options.prior);
+  const ctx = makeContext(all, T, mode, shape);
+  const qe = quasiExplicit(ctx, options.previous ? [options.previous] : [], options.warm === true && options.previous !== undefined);
+  const lm = polish(ctx, qe.params, { lambda: 0 });
+  const robust = robustRefit(ctx, lm.params, all, T, mode, options);
+  const raw = robust.params;
+  const repaired = repairArbitrage(ctx, raw, all, robust.scale, options);
+  const notes = [describeMode(mode, shape)];
+  const robustScaleVolPts = robust.scale === null ? null : 100 * robust.scale;
+  if (robustScaleVolPts !== null) notes.push(`soft-L1 robust loss, scale ${robustScaleVolPts.toFixed(2)} weighted vol pts`);
+  if (repaired.penalty) notes.push(options.calendarFloor ? 'butterfly/calendar penalty applied' : 'butterfly penalty on negative g(k) applied');
+  const iterations = qe.iterations + lm.iterations + robust.iterations + repaired.iterations;
+  return { params: repaired.params, rawParams: raw, robustScaleVolPts, notes, iterations };
+}
+
+/**
+ * Robust refit (>= 10 quotes, 5-parameter mode): soft-L1 loss whose scale is a multiple of the MAD of the
+ * least-squares residuals, so that outliers have bounded influence. Unlike hard trimming this keeps the fit a
+ * continuous function of the quotes. Otherwise `p` as is, with a null scale.
+ */
+function robustRefit(ctx: Context, p: SviParams, data: Prepared, T: number, mode: SviFitMode, options: SviCalibrationOptions): { params: SviParams; scale: number | null; iterations: number } {
+  if (!(mode === 'svi-5p' && data.k.length >= 10 && (options.robust ?? true))) return { params: p, scale: null, iterations: 0 };
+  const res = residualsVolPts(p, data, T).map((e, t) => (e / 100) * Math.sqrt(data.omega[t] as number));
+  const med = median(res);
+  const mad = 1.4826 * median(res.map((e) => Math.abs(e - med)));
+  const scale = Math.max((options.outlierSigmas ?? 3) * mad, (options.outlierFloorVolPts ?? 0.5) / 100);
+  const rb = polish(ctx, p, { lambda: 0, lossScale: scale });
+  return { params: rb.params, scale, iterations: rb.iterations };
+}
+
+/**
+ * Up to 6 penalty rounds (lambda 1, 10, ...) while butterfly arbitrage, calendar arbitrage against the floor, or a
+ * crossing of the ceiling remains; the penalty points are a coarse grid plus every violating check-grid point found so far.
+ */
+function repairArbitrage(ctx: Context, start: SviParams, data: Prepared, robustScale: number | null, options: SviCalibrationOptions): { params: SviParams; penalty: boolean; iterations: number } {
+  const floor = options.calendarFloor;
+  let p = start;
+  let iterations = 0;
+  const gridOf = (q: SviParams): readonly number[] => options.kGrid ?? defaultSviCheckGrid(q);
+  let chk = butterflyArbitrageFree(p, gridOf(p));
+  let cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
+  const ceiling = options.calendarCeiling;
+  const ceilGrid = ceiling ? ceiling.kGrid.filter((k) => Number.isFinite(ceiling.w(k)) && ceiling.w(k) > 0) : [];
+  const ceilViolations = (q: SviParams): number[] => (ceiling ? ceilGrid.filter((k) => sviTotalVariance(q, k) > ceiling.w(k)) : []);
+  let ceil = ceilViolations(p);
+  let penalty = false;
+  // Penalty points: a coarse grid plus every violating check-grid point found so far.
+  const penPts = options.kGrid ? [...options.kGrid] : penaltyGrid(p, data);
+  const calPts = floor ? [...penPts] : [];
+  for (let round = 0, lambda = 1; (!chk.arbitrageFree || cal.length > 0 || ceil.length > 0) && round < 6; round++, lambda *= 10) {
+    penalty = true;
+    for (const k of thin(chk.violations, 40)) penPts.push(k);
+    for (const k of thin(cal, 40)) calPts.push(k);
+    const pen = polish(ctx, p, {
+      lambda,
+      bfGrid: penPts,
+      calGrid: calPts,
+      floor,
+      lossScale: robustScale ?? undefined,
+      ...(ceiling ? { ceiling: { w: ceilGrid.map((k) => ceiling.w(k)), k: ceilGrid } } : {}),
+    });
+    iterations += pen.iterations;
+    p = pen.params;
+    chk = butterflyArbitrageFree(p, gridOf(p));
+    cal = floor ? calendarViolations(p, floor, gridOf(p)) : [];
+    ceil = ceilViolations(p);
   }
+  return { params: p, penalty, iterations };
+}
 
+/**
+ * The fit's checks: arbitrage left (butterfly; calendar against the floor), errors against the quotes (RMSE, max,
+ * before the penalty), outliers (weighted residual over 3 robust scales), and the ATM check; warnings in that order.
+ */
+function assessSviFit(all: Prepared, T: number, fit: SviFit, options: SviCalibrationOptions) {
+  const { params, rawParams, robustScaleVolPts } = fit;
+  const warnings: string[] = [];
   const check = butterflyArbitrageFree(params, options.kGrid ?? defaultSviCheckGrid(params));
   if (!check.arbitrageFree) warnings.push(`butterfly arbitrage remains: min g = ${check.minG.toExponential(3)} at k = ${check.kAtMinG.toFixed(4)}`);
   let calendarFree: boolean | null = null;
@@ -300,33 +349,24 @@ export function calibrateSvi(quotes: readonly SviQuote[], T: number, options: Sv
       ? []
       : res
           .map((e, t) => ({ e: Math.abs(e) * Math.sqrt(all.omega[t] as number), i: all.index[t] as number }))
-          .filter((x) => x.e > 3 * (robustScaleVolPts as number))
+          .filter((x) => x.e > 3 * robustScaleVolPts)
           .map((x) => x.i)
           .sort((x, y) => x - y);
+  const atmMarketIv = marketAtmIv(all.k, all.iv);
   const modelAtm = Math.sqrt(Math.max(sviTotalVariance(params, 0), 0) / T);
   const atmErr = atmMarketIv === null ? null : 100 * (modelAtm - atmMarketIv);
   if (atmErr !== null && Math.abs(atmErr) > Math.max(1, 3 * rmse)) {
     warnings.push(`ATM check: fitted ATM IV ${(100 * modelAtm).toFixed(2)} vs market ${(100 * atmMarketIv!).toFixed(2)} vol pts`);
   }
-  dropped.sort((x, y) => x - y);
   return {
-    params,
-    T,
     rmseVolPts: rmse,
     maxErrorVolPts: maxErr,
     unconstrainedRmseVolPts: Number.isFinite(rawRmse) ? rawRmse : rmse,
-    quotesUsed: all.k.length,
-    quotesDropped: dropped,
     outliers,
-    robustScaleVolPts,
     butterflyFree: check.arbitrageFree,
     calendarFree,
     minG: check.minG,
     kAtMinG: check.kAtMinG,
-    mode,
-    method: `${mode}: ${notes.join('; ')}`,
-    weighting,
-    iterations,
     atm: { marketIv: atmMarketIv, modelIv: modelAtm, errorVolPts: atmErr },
     warnings,
   };

@@ -163,114 +163,134 @@ export function isApiRequest(req: FastifyRequest): boolean {
 
 const plugin: FastifyPluginAsync<SecurityOptions> = async (app: FastifyInstance, opts: SecurityOptions) => {
   const onReject = opts.onReject ?? (() => {});
-
   // 1. security headers, first, so that every answer (errors included) carries them
-  if (opts.securityHeaders !== false) {
-    app.addHook('onRequest', (req, reply, done) => {
-      reply.headers(SECURITY_HEADERS);
-      if (isApiRequest(req)) reply.header('cache-control', 'no-store');
-      done();
-    });
-  }
-
+  if (opts.securityHeaders !== false) addSecurityHeaders(app);
   // 2. overload protection: cheapest refusal first
-  const ov = opts.overload;
-  if (ov && ((ov.maxEventLoopDelayMs ?? 0) > 0 || (ov.maxEventLoopUtilization ?? 0) > 0)) {
-    const retryAfterS = Math.max(1, Math.round(ov.retryAfterS ?? 5));
-    await app.register(underPressure, {
-      maxEventLoopDelay: ov.maxEventLoopDelayMs ?? 0,
-      maxEventLoopUtilization: ov.maxEventLoopUtilization ?? 0,
-      sampleInterval: ov.sampleIntervalMs ?? 1000,
-      pressureHandler: (req: FastifyRequest, reply: FastifyReply, type: string) => {
-        if (req.routeOptions.url === '/health') return undefined; // liveness is not load
-        onReject('overloaded', req);
-        reply.header('retry-after', String(retryAfterS));
-        return Promise.reject(new ApiError(503, `service overloaded (${type}); retry in ${retryAfterS} s`, undefined, { 'retry-after': String(retryAfterS) }));
-      },
-    });
-  }
-
+  await protectFromOverload(app, opts.overload, onReject);
   // 3. who is calling: the id of a valid key (header), or of the key a valid dashboard session was opened with
   const ring = new KeyRing(opts.apiKeys ?? []);
   const authRequired = ring.size > 0;
   const sessions = authRequired ? (opts.sessions ?? null) : null;
+  await identifyCallers(app, ring, sessions);
+  // 4. rate limit per key, else per IP (also throttles wrong keys)
+  await limitRate(app, opts.rateLimit, onReject, authRequired);
+  // 5. with keys, refuse whatever is not public without a valid credential (deny by default: ./access.ts)
+  if (authRequired) refuseWithoutCredential(app, sessions, onReject);
+};
+
+/** The refusal hook of the options (counts a refusal). */
+type OnReject = NonNullable<SecurityOptions['onReject']>;
+
+/** The security headers on every answer (errors included), and `cache-control: no-store` on the /api ones. */
+function addSecurityHeaders(app: FastifyInstance): void {
+  app.addHook('onRequest', (req, reply, done) => {
+    reply.headers(SECURITY_HEADERS);
+    if (isApiRequest(req)) reply.header('cache-control', 'no-store');
+    done();
+  });
+}
+
+/** With an event-loop delay or utilization limit: a 503 with retry-after past it (never for /health: liveness is not load). */
+async function protectFromOverload(app: FastifyInstance, ov: SecurityOptions['overload'], onReject: OnReject): Promise<void> {
+  if (!(ov && ((ov.maxEventLoopDelayMs ?? 0) > 0 || (ov.maxEventLoopUtilization ?? 0) > 0))) return;
+  const retryAfterS = Math.max(1, Math.round(ov.retryAfterS ?? 5));
+  await app.register(underPressure, {
+    maxEventLoopDelay: ov.maxEventLoopDelayMs ?? 0,
+    maxEventLoopUtilization: ov.maxEventLoopUtilization ?? 0,
+    sampleInterval: ov.sampleIntervalMs ?? 1000,
+    pressureHandler: (req: FastifyRequest, reply: FastifyReply, type: string) => {
+      if (req.routeOptions.url === '/health') return undefined; // liveness is not load
+      onReject('overloaded', req);
+      reply.header('retry-after', String(retryAfterS));
+      return Promise.reject(new ApiError(503, `service overloaded (${type}); retry in ${retryAfterS} s`, undefined, { 'retry-after': String(retryAfterS) }));
+    },
+  });
+}
+
+/**
+ * `req.apiKeyId` and `req.authVia`: the id of a valid key in the header, else (with dashboard sessions, on the page,
+ * protected and metrics routes) of the key a valid session cookie was opened with; null without keys.
+ */
+async function identifyCallers(app: FastifyInstance, ring: KeyRing, sessions: DashboardSessions | null): Promise<void> {
   app.decorateRequest('apiKeyId', null);
   app.decorateRequest('authVia', null);
   if (sessions) await app.register(fastifyCookie);
-  if (authRequired) {
-    app.addHook('onRequest', (req, reply, done) => {
-      req.apiKeyId = ring.match(req.headers[API_KEY_HEADER]);
-      req.authVia = req.apiKeyId ? 'header' : null;
-      if (req.apiKeyId === null && sessions) {
-        const access = requestAccess(req);
-        if (access === 'page' || access === 'protected' || access === 'metrics') {
-          const token = req.cookies[SESSION_COOKIE];
-          req.apiKeyId = sessions.verify(token);
-          req.authVia = req.apiKeyId ? 'session' : null;
-          if (req.apiKeyId) {
-            // a response still open when the session expires or is revoked (the event stream) is ended then
-            const res = reply.raw;
-            const unwatch = sessions.watch(token, () => res.destroy());
-            res.once('close', unwatch);
-          }
+  if (ring.size === 0) return;
+  app.addHook('onRequest', (req, reply, done) => {
+    req.apiKeyId = ring.match(req.headers[API_KEY_HEADER]);
+    req.authVia = req.apiKeyId ? 'header' : null;
+    if (req.apiKeyId === null && sessions) {
+      const access = requestAccess(req);
+      if (access === 'page' || access === 'protected' || access === 'metrics') {
+        const token = req.cookies[SESSION_COOKIE];
+        req.apiKeyId = sessions.verify(token);
+        req.authVia = req.apiKeyId ? 'session' : null;
+        if (req.apiKeyId) {
+          // a response still open when the session expires or is revoked (the event stream) is ended then
+          const res = reply.raw;
+          const unwatch = sessions.watch(token, () => res.destroy());
+          res.once('close', unwatch);
         }
       }
-      done();
-    });
-  }
+    }
+    done();
+  });
+}
 
-  // 4. rate limit per key, else per IP (also throttles wrong keys)
-  const rl = opts.rateLimit;
-  if (rl && rl.max > 0) {
-    await app.register(rateLimit, {
-      global: false,
-      max: rl.max,
-      timeWindow: rl.timeWindowMs,
-      keyGenerator: (req: FastifyRequest) => (req.apiKeyId ? `key:${req.apiKeyId}` : `ip:${req.ip}`),
-      errorResponseBuilder: (req: FastifyRequest, ctx: { after: string; max: number; ttl: number }) => {
-        onReject('rate-limited', req);
-        const retryAfterS = Math.max(1, Math.ceil(ctx.ttl / 1000));
-        const who = req.apiKeyId ? 'API key' : 'client address';
-        return new ApiError(429, `rate limit exceeded: at most ${ctx.max} requests per ${rl.timeWindowMs} ms per ${who}; retry in ${retryAfterS} s`, undefined, {
-          'retry-after': String(retryAfterS),
-        });
-      },
-    });
-    const limiter = app.rateLimit();
-    app.addHook('onRequest', async (req, reply) => {
-      if (rateLimited(req, authRequired)) await limiter.call(app, req, reply);
-    });
-  }
+/** The rate limit per key, else per IP (also throttles wrong keys), on the requests {@link rateLimited} names. */
+async function limitRate(app: FastifyInstance, rl: SecurityOptions['rateLimit'], onReject: OnReject, authRequired: boolean): Promise<void> {
+  if (!(rl && rl.max > 0)) return;
+  await app.register(rateLimit, {
+    global: false,
+    max: rl.max,
+    timeWindow: rl.timeWindowMs,
+    keyGenerator: (req: FastifyRequest) => (req.apiKeyId ? `key:${req.apiKeyId}` : `ip:${req.ip}`),
+    errorResponseBuilder: (req: FastifyRequest, ctx: { after: string; max: number; ttl: number }) => {
+      onReject('rate-limited', req);
+      const retryAfterS = Math.max(1, Math.ceil(ctx.ttl / 1000));
+      const who = req.apiKeyId ? 'API key' : 'client address';
+      return new ApiError(429, `rate limit exceeded: at most ${ctx.max} requests per ${rl.timeWindowMs} ms per ${who}; retry in ${retryAfterS} s`, undefined, {
+        'retry-after': String(retryAfterS),
+      });
+    },
+  });
+  const limiter = app.rateLimit();
+  app.addHook('onRequest', async (req, reply) => {
+    if (rateLimited(req, authRequired)) await limiter.call(app, req, reply);
+  });
+}
 
-  // 5. with keys, refuse whatever is not public without a valid credential (deny by default: ./access.ts)
-  if (authRequired) {
-    app.addHook('onRequest', async (req, reply) => {
-      const access = requestAccess(req);
-      // public routes; /metrics has its own guard (./metricsAuth.ts), which also accepts a session
-      if (access === 'public' || access === 'metrics') return;
-      // the WebSocket API's handshake: the socket asks for public/auth itself (src/api/stream/rpc.ts)
-      if (req.apiKeyId === null && selfAuthenticated(req)) return;
-      if (req.apiKeyId !== null && (access !== 'api' || req.authVia === 'header')) return;
-      if (access === 'page') {
-        // a browser without a session: to the login page, coming back here afterwards
-        const back = encodeURIComponent(req.url);
-        return reply.header('cache-control', 'no-store').redirect(`${LOGIN_PATH}?next=${back}`, 303);
-      }
-      onReject('unauthorized', req);
-      const presentedKey = req.headers[API_KEY_HEADER] !== undefined;
-      if (access === 'api') {
-        throw new ApiError(401, presentedKey ? 'invalid API key' : 'missing API key: send header X-API-Key', undefined, { 'www-authenticate': 'X-API-Key' });
-      }
-      const hadCookie = sessions !== null && req.cookies[SESSION_COOKIE] !== undefined;
-      const message = presentedKey
-        ? 'invalid API key'
-        : hadCookie
-          ? `session expired or logged out: log in again at ${LOGIN_PATH}`
-          : `missing API key: send header X-API-Key or log in at ${LOGIN_PATH}`;
-      throw new ApiError(401, message, undefined, { 'www-authenticate': 'X-API-Key' });
-    });
-  }
-};
+/**
+ * With keys: whatever is not public needs a valid credential (deny by default: ./access.ts); a browser page without
+ * a session goes to the login page, anything else is a 401 saying what was missing.
+ */
+function refuseWithoutCredential(app: FastifyInstance, sessions: DashboardSessions | null, onReject: OnReject): void {
+  app.addHook('onRequest', async (req, reply) => {
+    const access = requestAccess(req);
+    // public routes; /metrics has its own guard (./metricsAuth.ts), which also accepts a session
+    if (access === 'public' || access === 'metrics') return;
+    // the WebSocket API's handshake: the socket asks for public/auth itself (src/api/stream/rpc.ts)
+    if (req.apiKeyId === null && selfAuthenticated(req)) return;
+    if (req.apiKeyId !== null && (access !== 'api' || req.authVia === 'header')) return;
+    if (access === 'page') {
+      // a browser without a session: to the login page, coming back here afterwards
+      const back = encodeURIComponent(req.url);
+      return reply.header('cache-control', 'no-store').redirect(`${LOGIN_PATH}?next=${back}`, 303);
+    }
+    onReject('unauthorized', req);
+    const presentedKey = req.headers[API_KEY_HEADER] !== undefined;
+    if (access === 'api') {
+      throw new ApiError(401, presentedKey ? 'invalid API key' : 'missing API key: send header X-API-Key', undefined, { 'www-authenticate': 'X-API-Key' });
+    }
+    const hadCookie = sessions !== null && req.cookies[SESSION_COOKIE] !== undefined;
+    const message = presentedKey
+      ? 'invalid API key'
+      : hadCookie
+        ? `session expired or logged out: log in again at ${LOGIN_PATH}`
+        : `missing API key: send header X-API-Key or log in at ${LOGIN_PATH}`;
+    throw new ApiError(401, message, undefined, { 'www-authenticate': 'X-API-Key' });
+  });
+}
 
 /**
  * Whether the rate limit applies to `req`: /api routes (and unmatched /api paths) always; with keys also

@@ -99,96 +99,9 @@ function historyPointOf(r: Row): HistoryPoint {
 export const dashboardRoutes =
   (monitoring: Monitoring, opts: DashboardRouteOptions = {}): FastifyPluginAsyncZod =>
   async (app) => {
-    const { cache } = monitoring;
-    const { markets } = opts;
+    const data = new DashboardData(monitoring, opts.markets);
     const pushIntervalMs = opts.pushIntervalMs ?? 1000;
     const streams = new Map<ServerResponse, () => void>();
-    const store = () => markets?.history.store ?? null;
-    const refOf = (sel: DashboardSelection) => ({ source: sel.source, pair: `${sel.pair.base}/${sel.pair.quote}`, model: sel.model });
-
-    /**
-     * The stored iVSummary point about 24 h before `snap` (GET iVSummary's rule, read as GET iVSummary?asOf reads
-     * it), or undefined without a store (the builder then reads cache.history); a failed read falls back the same way.
-     */
-    const storedDayAgo = async (snap: SurfaceSnapshot | undefined): Promise<IvSummary | null | undefined> => {
-      const st = store();
-      if (!st || !snap) return undefined;
-      const ref = { source: snap.source, pair: `${snap.pair.base}/${snap.pair.quote}`, model: snap.model };
-      return summaryNearest(st, ref, snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, cache.history.bucketS).catch(() => undefined);
-    };
-
-    // Last built state per (selection, version): many viewers of one selection cost one build (and one store read).
-    let memo: { key: string; state: Promise<DashboardState> } | null = null;
-    const stateOf = (sel: DashboardSelection | null): Promise<DashboardState> => {
-      const key = selectionVersion(cache, sel);
-      if (memo?.key !== key) {
-        const snap = sel ? cache.getSurface(sel.source, sel.pair, sel.model) : undefined;
-        const state = storedDayAgo(snap).then((dayAgo) => buildDashboardState(cache, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market(), { dayAgo }));
-        memo = { key, state };
-        state.catch(() => (memo?.state === state ? (memo = null) : undefined));
-      }
-      return memo.state;
-    };
-
-    /**
-     * The state of `sel` as served at `asOf` (Unix s): the selected model's surface and the forward curve (required:
-     * 404 with the API's message when not served then), the other models' surfaces when they were served too, and
-     * the stored 24 h reference. Feed rows are today's (the feeds' status now); funding is not restored (empty).
-     * @throws ApiError 400 (future), 404 (no store, nothing served then), 503 (store being rebuilt)
-     */
-    const asOfState = async (sel: DashboardSelection, asOf: number): Promise<DashboardState> => {
-      if (!markets) throw new ApiError(404, 'no history to answer asOf from: this dashboard has no history store');
-      const own: Need[] = [
-        { source: sel.source, pair: sel.pair, model: sel.model },
-        { source: sel.source, pair: sel.pair, model: null },
-      ];
-      const others: Need[] = VOLATILITY_MODELS.filter((m) => m !== sel.model).map((model) => ({ source: sel.source, pair: sel.pair, model }));
-      let past: MarketCache;
-      try {
-        past = await markets.at(asOf, [...own, ...others]);
-      } catch (err) {
-        if (!(err instanceof ApiError) || err.statusCode !== 404) throw err;
-        // some model was not served then: the selected one alone, then each other as it comes
-        past = await markets.at(asOf, own);
-        for (const n of others) {
-          const s = await markets.at(asOf, [n]).then((c) => c.getSurface(n.source, n.pair, n.model!), () => undefined);
-          if (s) past.putSurface(s);
-        }
-      }
-      const snap = past.getSurface(sel.source, sel.pair, sel.model);
-      const dayAgo = snap ? await summaryNearest(markets.storeFor(asOf), refOf(sel), snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, cache.history.bucketS) : null;
-      return buildDashboardState(past, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market(), { dayAgo, asOf });
-    };
-
-    /**
-     * ATM/RR/BF points of one expiry or constant maturity over the 25 h before `endS`: one store query (the first
-     * point of each in-memory bucket, 5 min), or the in-memory history without a store.
-     */
-    const seriesOf = async (sel: DashboardSelection, which: { expiry?: number | undefined; constMat?: string | undefined }, asOf: number | undefined) => {
-      const st = store();
-      const to = asOf ?? cache.clock.now();
-      const from = to - DASHBOARD_HISTORY_S;
-      const intervalS = cache.history.bucketS;
-      if (!st) {
-        if (asOf !== undefined) {
-          markets?.storeFor(asOf); // throws: 400 for a future time, else 404 saying why there is no store
-          throw new ApiError(404, 'no history to answer asOf from: this dashboard has no history store');
-        }
-        return { origin: 'memory' as const, from, to, intervalS, points: historySeries(cache.history, sel, which) };
-      }
-      if (asOf !== undefined) markets!.storeFor(asOf); // 400 for a future time, 503 while rebuilding
-      const sql = which.constMat !== undefined ? ivSummarySeriesSql(refOf(sel), from, to, intervalS, which.constMat) : ivSummaryExpirySeriesSql(refOf(sel), from, to, intervalS, which.expiry!);
-      const rows = await st.query(sql);
-      return { origin: 'store' as const, from, to, intervalS, points: rows.map(historyPointOf) };
-    };
-    const select = (q: DashboardQuery): DashboardSelection | null => {
-      try {
-        return resolveSelection(cache, q);
-      } catch (err) {
-        const field = /does not list/.test((err as Error).message) ? 'baseCurrency' : 'source';
-        throw badRequest((err as Error).message, [{ path: field, message: (err as Error).message }]);
-      }
-    };
 
     // br or gzip for the page, its assets, ECharts (1.1 MB -> ~0.37 MB) and the JSON state, in this scope only
     await app.register(fastifyCompress, { global: true, encodings: ['br', 'gzip'], threshold: 1024 });
@@ -206,10 +119,10 @@ export const dashboardRoutes =
     app.get('/dashboard', { schema: { hide: true } }, (_req, reply) => reply.redirect('/'));
 
     app.get('/dashboard/api/state', { schema: { summary: 'Dashboard state (JSON), live or as of a past time', querystring: DashboardAsOfQuery } }, async (req, reply) => {
-      const sel = select(req.query);
+      const sel = data.select(req.query);
       const { asOf } = req.query;
       if (asOf !== undefined && !sel) throw new ApiError(404, 'nothing to show as of a past time: no market is known yet');
-      const state = asOf !== undefined && sel ? await asOfState(sel, asOf) : await stateOf(sel);
+      const state = asOf !== undefined && sel ? await data.asOfState(sel, asOf) : await data.stateOf(sel);
       reply.type('application/json; charset=utf-8');
       // the same state as the stream, but with a fresh feed panel
       return JSON.stringify({ ...state, feeds: monitoring.feedPanel(), generatedAt: monitoring.now() });
@@ -219,12 +132,12 @@ export const dashboardRoutes =
       '/dashboard/api/history',
       { schema: { summary: 'Held 24 h history (ATM, 25D/10D RR and BF) of one expiry or constant maturity, for the dashboard', querystring: DashboardHistoryQuery } },
       async (req) => {
-        const sel = select(req.query);
+        const sel = data.select(req.query);
         if (req.query.expiry === undefined && req.query.constMat === undefined) {
           throw badRequest('give expiry or constMat', [{ path: 'expiry', message: 'Required (or constMat)' }]);
         }
         if (!sel) return { selection: null, points: [] };
-        const { origin, from, to, intervalS, points } = await seriesOf(sel, { expiry: req.query.expiry, constMat: req.query.constMat }, req.query.asOf);
+        const { origin, from, to, intervalS, points } = await data.seriesOf(sel, { expiry: req.query.expiry, constMat: req.query.constMat }, req.query.asOf);
         return { selection: { source: sel.source, baseCurrency: sel.pair.base, quoteCurrency: sel.pair.quote, volatilityModel: sel.model }, origin, from, to, intervalS, points };
       },
     );
@@ -234,65 +147,17 @@ export const dashboardRoutes =
       { schema: { summary: 'Live dashboard state pushed as Server-Sent Events (full state, then changes)', querystring: DashboardStreamQuery }, config: { metrics: false } },
       (req, reply) => {
         const q = req.query;
-        select(q); // 400 before the stream opens
+        data.select(q); // 400 before the stream opens
         reply.hijack();
         const res = reply.raw;
         req.raw.socket.setTimeout(0);
-        const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-        res.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-store',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-          ...(gzip ? { 'content-encoding': 'gzip', vary: 'accept-encoding' } : {}),
-        });
-        // gzip with a sync flush after every event: each event reaches the browser at once, and the shared
-        // window compresses the repeated keys of successive patches
-        const gz = gzip ? createGzip({ level: 6 }) : null;
-        if (gz) {
-          gz.pipe(res);
-          gz.on('error', () => res.destroy());
-        }
-        const write = (text: string) => {
-          if (res.writableEnded || res.destroyed) return;
-          if (gz) {
-            gz.write(text);
-            gz.flush(zlibConstants.Z_SYNC_FLUSH);
-          } else res.write(text);
-        };
-        const end = () => {
-          if (gz) gz.end();
-          else res.end();
-        };
-        write('retry: 2000\n\n');
-        streams.set(res, end);
-        const differ = new DashboardDiffer({ others: q.others === '1' });
-        const send = (event: string, data: string) => write(`event: ${event}\ndata: ${data}\n\n`);
-        // one tick at a time: a state build waiting on the store is not overtaken by the next tick
-        let busy = false;
-        const tick = async () => {
-          if (busy) return;
-          busy = true;
-          try {
-            const sel = resolveSelection(cache, q);
-            const state = await stateOf(sel);
-            if (res.writableEnded || res.destroyed) return;
-            const ev = differ.next(state, Date.now(), q.expiry ?? null);
-            if (ev) send(ev.event, ev.data);
-            const f = differ.feeds(monitoring.feedPanel(), monitoring.now());
-            if (f) send(f.event, f.data);
-          } catch (err) {
-            send('error', JSON.stringify({ message: (err as Error).message }));
-          } finally {
-            busy = false;
-          }
-        };
-        void tick();
-        const timer = setInterval(() => void tick(), pushIntervalMs);
+        const events = openDashboardEvents(res, /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? '')));
+        streams.set(res, events.end);
+        const stop = pushDashboardState(data, q, events.write, res, pushIntervalMs);
         const cleanup = () => {
-          clearInterval(timer);
+          stop();
           streams.delete(res);
-          gz?.destroy();
+          events.destroy();
         };
         res.on('close', cleanup);
         res.on('error', cleanup);
@@ -306,3 +171,180 @@ export const dashboardRoutes =
       done();
     });
   };
+
+/** The dashboard's states and series: live (one build per selection and version), or as served at a past time. */
+class DashboardData {
+  readonly cache: MarketCache;
+  /** Last built state per (selection, version): many viewers of one selection cost one build (and one store read). */
+  private memo: { key: string; state: Promise<DashboardState> } | null = null;
+
+  constructor(
+    readonly monitoring: Monitoring,
+    private readonly markets: Markets | undefined,
+  ) {
+    this.cache = monitoring.cache;
+  }
+
+  /** The history store when open, else null. */
+  private store() {
+    return this.markets?.history.store ?? null;
+  }
+
+  /** The selection of a query (defaults: the first pair held, SVI), or null when no market is known yet; 400 for a bad one. */
+  select(q: DashboardQuery): DashboardSelection | null {
+    try {
+      return resolveSelection(this.cache, q);
+    } catch (err) {
+      const field = /does not list/.test((err as Error).message) ? 'baseCurrency' : 'source';
+      throw badRequest((err as Error).message, [{ path: field, message: (err as Error).message }]);
+    }
+  }
+
+  /**
+   * The stored iVSummary point about 24 h before `snap` (GET iVSummary's rule, read as GET iVSummary?asOf reads
+   * it), or undefined without a store (the builder then reads cache.history); a failed read falls back the same way.
+   */
+  private async storedDayAgo(snap: SurfaceSnapshot | undefined): Promise<IvSummary | null | undefined> {
+    const st = this.store();
+    if (!st || !snap) return undefined;
+    const ref = { source: snap.source, pair: `${snap.pair.base}/${snap.pair.quote}`, model: snap.model };
+    return summaryNearest(st, ref, snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, this.cache.history.bucketS).catch(() => undefined);
+  }
+
+  /** The live state of `sel`, built once per (selection, version). */
+  stateOf(sel: DashboardSelection | null): Promise<DashboardState> {
+    const { cache, monitoring } = this;
+    const key = selectionVersion(cache, sel);
+    if (this.memo?.key !== key) {
+      const snap = sel ? cache.getSurface(sel.source, sel.pair, sel.model) : undefined;
+      const state = this.storedDayAgo(snap).then((dayAgo) => buildDashboardState(cache, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market(), { dayAgo }));
+      this.memo = { key, state };
+      state.catch(() => (this.memo?.state === state ? (this.memo = null) : undefined));
+    }
+    return this.memo.state;
+  }
+
+  /**
+   * The state of `sel` as served at `asOf` (Unix s): the selected model's surface and the forward curve (required:
+   * 404 with the API's message when not served then), the other models' surfaces when they were served too, and
+   * the stored 24 h reference. Feed rows are today's (the feeds' status now); funding is not restored (empty).
+   * @throws ApiError 400 (future), 404 (no store, nothing served then), 503 (store being rebuilt)
+   */
+  async asOfState(sel: DashboardSelection, asOf: number): Promise<DashboardState> {
+    const { markets, monitoring } = this;
+    if (!markets) throw new ApiError(404, 'no history to answer asOf from: this dashboard has no history store');
+    const own: Need[] = [
+      { source: sel.source, pair: sel.pair, model: sel.model },
+      { source: sel.source, pair: sel.pair, model: null },
+    ];
+    const others: Need[] = VOLATILITY_MODELS.filter((m) => m !== sel.model).map((model) => ({ source: sel.source, pair: sel.pair, model }));
+    let past: MarketCache;
+    try {
+      past = await markets.at(asOf, [...own, ...others]);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.statusCode !== 404) throw err;
+      // some model was not served then: the selected one alone, then each other as it comes
+      past = await markets.at(asOf, own);
+      for (const n of others) {
+        const s = await markets.at(asOf, [n]).then((c) => c.getSurface(n.source, n.pair, n.model!), () => undefined);
+        if (s) past.putSurface(s);
+      }
+    }
+    const snap = past.getSurface(sel.source, sel.pair, sel.model);
+    const dayAgo = snap ? await summaryNearest(markets.storeFor(asOf), refOf(sel), snap.observationTimestamp - DIFF_HORIZON_S, DIFF_TOLERANCE_S, this.cache.history.bucketS) : null;
+    return buildDashboardState(past, sel, monitoring.feedPanel(), monitoring.now(), monitoring.market(), { dayAgo, asOf });
+  }
+
+  /**
+   * ATM/RR/BF points of one expiry or constant maturity over the 25 h before `endS`: one store query (the first
+   * point of each in-memory bucket, 5 min), or the in-memory history without a store.
+   */
+  async seriesOf(sel: DashboardSelection, which: { expiry?: number | undefined; constMat?: string | undefined }, asOf: number | undefined) {
+    const { cache, markets } = this;
+    const st = this.store();
+    const to = asOf ?? cache.clock.now();
+    const from = to - DASHBOARD_HISTORY_S;
+    const intervalS = cache.history.bucketS;
+    if (!st) {
+      if (asOf !== undefined) {
+        markets?.storeFor(asOf); // throws: 400 for a future time, else 404 saying why there is no store
+        throw new ApiError(404, 'no history to answer asOf from: this dashboard has no history store');
+      }
+      return { origin: 'memory' as const, from, to, intervalS, points: historySeries(cache.history, sel, which) };
+    }
+    if (asOf !== undefined) markets!.storeFor(asOf); // 400 for a future time, 503 while rebuilding
+    const sql = which.constMat !== undefined ? ivSummarySeriesSql(refOf(sel), from, to, intervalS, which.constMat) : ivSummaryExpirySeriesSql(refOf(sel), from, to, intervalS, which.expiry!);
+    const rows = await st.query(sql);
+    return { origin: 'store' as const, from, to, intervalS, points: rows.map(historyPointOf) };
+  }
+}
+
+/** The history reference (source, `BASE/QUOTE`, model) of a selection. */
+const refOf = (sel: DashboardSelection) => ({ source: sel.source, pair: `${sel.pair.base}/${sel.pair.quote}`, model: sel.model });
+
+/**
+ * Opens the dashboard's event stream on a hijacked response: gzip-encoded when the browser accepts it, with a sync
+ * flush after every event (each event reaches the browser at once, and the shared window compresses the repeated
+ * keys of successive patches). Writes the `retry` field.
+ * @returns write (nothing once the response ended), end, and destroy (of the gzip stream)
+ */
+function openDashboardEvents(res: ServerResponse, gzip: boolean) {
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+    ...(gzip ? { 'content-encoding': 'gzip', vary: 'accept-encoding' } : {}),
+  });
+  const gz = gzip ? createGzip({ level: 6 }) : null;
+  if (gz) {
+    gz.pipe(res);
+    gz.on('error', () => res.destroy());
+  }
+  const write = (text: string) => {
+    if (res.writableEnded || res.destroyed) return;
+    if (gz) {
+      gz.write(text);
+      gz.flush(zlibConstants.Z_SYNC_FLUSH);
+    } else res.write(text);
+  };
+  const end = () => {
+    if (gz) gz.end();
+    else res.end();
+  };
+  write('retry: 2000\n\n');
+  return { write, end, destroy: () => gz?.destroy() };
+}
+
+/**
+ * Pushes the state of the stream's selection every `pushIntervalMs` (at once first): the full state, then patches
+ * with what changed (src/dashboard/stream.ts), and the feed rows; a failed build is an `error` event.
+ * @returns stops the pushing
+ */
+function pushDashboardState(data: DashboardData, q: z.infer<typeof DashboardStreamQuery>, write: (text: string) => void, res: ServerResponse, pushIntervalMs: number): () => void {
+  const { monitoring } = data;
+  const differ = new DashboardDiffer({ others: q.others === '1' });
+  const send = (event: string, payload: string) => write(`event: ${event}\ndata: ${payload}\n\n`);
+  // one tick at a time: a state build waiting on the store is not overtaken by the next tick
+  let busy = false;
+  const tick = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const sel = resolveSelection(data.cache, q);
+      const state = await data.stateOf(sel);
+      if (res.writableEnded || res.destroyed) return;
+      const ev = differ.next(state, Date.now(), q.expiry ?? null);
+      if (ev) send(ev.event, ev.data);
+      const f = differ.feeds(monitoring.feedPanel(), monitoring.now());
+      if (f) send(f.event, f.data);
+    } catch (err) {
+      send('error', JSON.stringify({ message: (err as Error).message }));
+    } finally {
+      busy = false;
+    }
+  };
+  void tick();
+  const timer = setInterval(() => void tick(), pushIntervalMs);
+  return () => clearInterval(timer);
+}

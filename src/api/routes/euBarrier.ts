@@ -13,7 +13,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Markets } from '../asOf.js';
 import { resolveSource, type Pair } from '../../domain/markets.js';
 import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
-import { expiryPoint } from '../../cache/expiryPoint.js';
+import { expiryPoint, type ExpiryPoint } from '../../cache/expiryPoint.js';
+import type { Clock } from '../../domain/clock.js';
 import {
   assertServable,
   checkExpiry,
@@ -22,7 +23,7 @@ import {
   checkUniqueIds,
   DetailCollector,
 } from '../rules.js';
-import { EuBarrierBody } from '../scenarioSchemas.js';
+import { EuBarrierBody, type EuBarrierItem } from '../scenarioSchemas.js';
 import { AsOfQuery } from '../schemas.js';
 
 /** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
@@ -46,26 +47,8 @@ export const euBarrierRoutes =
       async (req) => {
         const items = req.body;
         const asOf = req.query.asOf;
-        const clock = markets.clockAt(asOf);
         const errs = new DetailCollector();
-        checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
-        items.forEach((it, i) => {
-          const prefix = `[${i}].`;
-          if (resolveSource(it.source) !== 'DERIBIT') {
-            errs.add(`${prefix}source`, `euBarrier supports only DERIBIT (XCHG_A), got ${it.source}`);
-          }
-          if (!EU_BARRIER_PAIRS.some((p) => p.base === it.baseCurrency && p.quote === it.quoteCurrency)) {
-            errs.add(`${prefix}baseCurrency`, `euBarrier supports only BTC/USD and ETH/USD, got ${it.baseCurrency}/${it.quoteCurrency}`);
-          }
-          if (it.volatilityModel !== 'SVI') {
-            errs.add(`${prefix}volatilityModel`, `euBarrier supports only SVI, got ${it.volatilityModel}`);
-          }
-          checkExpiry(errs, prefix, it.expirationTimestamp, clock);
-          if (!isDigital(it.europeanBarrierOptionType)) {
-            if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${it.europeanBarrierOptionType}`);
-            if (it.barrierType === undefined) errs.add(`${prefix}barrierType`, `Required for ${it.europeanBarrierOptionType}`);
-          }
-        });
+        checkEuBarrierItems(errs, items, markets.clockAt(asOf));
         errs.throwIfAny('request');
 
         const cache = await markets.at(
@@ -77,40 +60,11 @@ export const euBarrierRoutes =
           assertServable(cache, 'DERIBIT', pair, 'SVI');
           return expiryPoint(cache.getSurface('DERIBIT', pair, 'SVI')!, it.expirationTimestamp);
         });
-        items.forEach((it, i) => {
-          checkMoneyness(errs, `[${i}].barrier`, it.barrier, points[i]!.forward);
-          if (it.strike !== undefined && !isDigital(it.europeanBarrierOptionType)) {
-            checkMoneyness(errs, `[${i}].strike`, it.strike, points[i]!.forward);
-          }
-        });
+        checkEuBarrierMoneyness(errs, items, points);
         errs.throwIfAny('request');
 
         const results = items.map((it, i) => {
-          const p = points[i]!;
-          const digital = isDigital(it.europeanBarrierOptionType);
-          const r = valueEuBarrier({
-            F: p.forward,
-            T: p.T,
-            smile: p.vol,
-            smileSlope: p.volSlope,
-            type: it.europeanBarrierOptionType,
-            B: it.barrier,
-            ...(digital ? {} : { K: it.strike!, barrierType: it.barrierType! }),
-          });
-          const out = {
-            instrumentId: it.instrumentId,
-            observationTimestamp: p.observationTimestamp,
-            impliedVolatility: r.impliedVolatility,
-            spotPrice: p.spot,
-            forwardPrice: p.forward,
-            percentPrice: r.percentPrice,
-            percentDelta: r.percentDelta,
-            percentGamma: r.percentGamma,
-            percentVega: r.percentVega,
-            percentTheta: r.percentTheta,
-            percentVolga: r.percentVolga,
-            percentVanna: r.percentVanna,
-          };
+          const out = euBarrierValue(it, points[i]!);
           checkFiniteResult(errs, `[${i}].`, out);
           return out;
         });
@@ -119,3 +73,66 @@ export const euBarrierRoutes =
       },
     );
   };
+
+/**
+ * The checks of the items before any surface is read: ids used once; DERIBIT, BTC/USD or ETH/USD, SVI; expiry not
+ * before now; strike and barrierType given for CALL, PUT, FORWARD (ignored for digitals).
+ */
+function checkEuBarrierItems(errs: DetailCollector, items: readonly EuBarrierItem[], clock: Clock): void {
+  checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
+  items.forEach((it, i) => {
+    const prefix = `[${i}].`;
+    if (resolveSource(it.source) !== 'DERIBIT') {
+      errs.add(`${prefix}source`, `euBarrier supports only DERIBIT (XCHG_A), got ${it.source}`);
+    }
+    if (!EU_BARRIER_PAIRS.some((p) => p.base === it.baseCurrency && p.quote === it.quoteCurrency)) {
+      errs.add(`${prefix}baseCurrency`, `euBarrier supports only BTC/USD and ETH/USD, got ${it.baseCurrency}/${it.quoteCurrency}`);
+    }
+    if (it.volatilityModel !== 'SVI') {
+      errs.add(`${prefix}volatilityModel`, `euBarrier supports only SVI, got ${it.volatilityModel}`);
+    }
+    checkExpiry(errs, prefix, it.expirationTimestamp, clock);
+    if (!isDigital(it.europeanBarrierOptionType)) {
+      if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${it.europeanBarrierOptionType}`);
+      if (it.barrierType === undefined) errs.add(`${prefix}barrierType`, `Required for ${it.europeanBarrierOptionType}`);
+    }
+  });
+}
+
+/** The barrier's moneyness, and the strike's (not for digitals), against each item's forward. */
+function checkEuBarrierMoneyness(errs: DetailCollector, items: readonly EuBarrierItem[], points: readonly ExpiryPoint[]): void {
+  items.forEach((it, i) => {
+    checkMoneyness(errs, `[${i}].barrier`, it.barrier, points[i]!.forward);
+    if (it.strike !== undefined && !isDigital(it.europeanBarrierOptionType)) {
+      checkMoneyness(errs, `[${i}].strike`, it.strike, points[i]!.forward);
+    }
+  });
+}
+
+/** One item's answer: its percent price and Greeks by static replication on the smile of its expiry's point. */
+function euBarrierValue(it: EuBarrierItem, p: ExpiryPoint) {
+  const digital = isDigital(it.europeanBarrierOptionType);
+  const r = valueEuBarrier({
+    F: p.forward,
+    T: p.T,
+    smile: p.vol,
+    smileSlope: p.volSlope,
+    type: it.europeanBarrierOptionType,
+    B: it.barrier,
+    ...(digital ? {} : { K: it.strike!, barrierType: it.barrierType! }),
+  });
+  return {
+    instrumentId: it.instrumentId,
+    observationTimestamp: p.observationTimestamp,
+    impliedVolatility: r.impliedVolatility,
+    spotPrice: p.spot,
+    forwardPrice: p.forward,
+    percentPrice: r.percentPrice,
+    percentDelta: r.percentDelta,
+    percentGamma: r.percentGamma,
+    percentVega: r.percentVega,
+    percentTheta: r.percentTheta,
+    percentVolga: r.percentVolga,
+    percentVanna: r.percentVanna,
+  };
+}

@@ -4,7 +4,8 @@
  * or before `asOf`, read from the history store (every funding point the service held is written there).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { resolveSource } from '../../domain/markets.js';
+import type { z } from 'zod';
+import { resolveSource, type Source } from '../../domain/markets.js';
 import type { Markets } from '../asOf.js';
 import { fundingBetween, fundingInstrumentsAsOf } from '../../history/reads.js';
 import { ApiError, badRequest } from '../errors.js';
@@ -16,7 +17,6 @@ export const MAX_FUNDING_POINTS = 200;
 export const fundingRoutes =
   (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
-    const cache = markets.live;
     app.get(
       '/api/v1/global/data/fundingRates',
       {
@@ -25,37 +25,7 @@ export const fundingRoutes =
           querystring: FundingRatesQuery,
         },
       },
-      async (req) => {
-        const q = req.query;
-        if (q.startTime > q.endTime) {
-          throw badRequest('startTime must be <= endTime', [{ path: 'startTime', message: 'Must be <= endTime' }]);
-        }
-        const source = resolveSource(q.source)!;
-        if (q.asOf !== undefined) {
-          const store = markets.storeFor(q.asOf);
-          const known = await fundingInstrumentsAsOf(store, source, q.asOf);
-          if (!known.some((k) => k.instrument_id === q.instrumentId)) {
-            throw new ApiError(
-              404,
-              `no funding point of ${q.source} ${q.instrumentId} was held at ${new Date(q.asOf * 1000).toISOString()} (known then: ${known.map((k) => k.instrument_id).join(', ') || 'none'})`,
-            );
-          }
-          return fundingBetween(store, source, q.instrumentId, q.startTime, q.endTime, MAX_FUNDING_POINTS, q.asOf);
-        }
-        // a replica still catching up, or a point overdue within the asked range (src/cache/marketCache.ts)
-        const u = cache.fundingUnavailable(source, q.instrumentId, q.endTime);
-        if (u) throw new ApiError(503, u.message, undefined, { 'retry-after': '5' });
-        if (!cache.funding.has(source, q.instrumentId)) {
-          if (!cache.isSourceConfigured(source)) {
-            throw new ApiError(503, `source ${source} is not connected in this deployment`);
-          }
-          const known = cache.funding.instruments(source).map((i) => i.instrumentId);
-          throw new ApiError(404, `unknown funding instrument ${q.instrumentId} for ${q.source} (known: ${known.join(', ') || 'none yet'})`);
-        }
-        return cache
-          .fundingRange(source, q.instrumentId, q.startTime, q.endTime, MAX_FUNDING_POINTS)
-          .map((p) => ({ interest: p.interest, timestamp: p.timestamp }));
-      },
+      async (req) => fundingRates(markets, req.query),
     );
 
     app.get(
@@ -66,37 +36,77 @@ export const fundingRoutes =
           querystring: FundingInstrumentsQuery,
         },
       },
-      async (req) => {
-        const source = resolveSource(req.query.source)!;
-        const asOf = req.query.asOf;
-        if (asOf !== undefined) {
-          const rows = await fundingInstrumentsAsOf(markets.storeFor(asOf), source, asOf);
-          return rows.map((r) => ({
-            instrumentId: r.instrument_id as string,
-            source: req.query.source,
-            baseCurrency: r.base as string,
-            quoteCurrency: r.quote as string,
-            intervalHours: r.interval_hours as number,
-            points: r.points as number,
-            firstTimestamp: r.first_ts as number,
-            lastTimestamp: r.last_ts as number,
-          }));
-        }
-        const held = cache.held();
-        if (held) throw new ApiError(503, held.message, undefined, { 'retry-after': '5' });
-        if (!cache.isSourceConfigured(source)) {
-          throw new ApiError(503, `source ${source} is not connected in this deployment`);
-        }
-        return cache.funding.instruments(source).map((i) => ({
-          instrumentId: i.instrumentId,
-          source: req.query.source,
-          baseCurrency: i.pair.base,
-          quoteCurrency: i.pair.quote,
-          intervalHours: i.intervalHours,
-          points: i.points,
-          firstTimestamp: i.firstTimestamp,
-          lastTimestamp: i.lastTimestamp,
-        }));
-      },
+      async (req) => fundingInstruments(markets, req.query),
     );
   };
+
+/** GET fundingRates: the points of the period, from the history store with `asOf`, else from the live cache. */
+async function fundingRates(markets: Markets, q: z.infer<typeof FundingRatesQuery>) {
+  if (q.startTime > q.endTime) {
+    throw badRequest('startTime must be <= endTime', [{ path: 'startTime', message: 'Must be <= endTime' }]);
+  }
+  const source = resolveSource(q.source)!;
+  if (q.asOf !== undefined) return fundingRatesAsOf(markets, source, q, q.asOf);
+  const cache = markets.live;
+  // a replica still catching up, or a point overdue within the asked range (src/cache/marketCache.ts)
+  const u = cache.fundingUnavailable(source, q.instrumentId, q.endTime);
+  if (u) throw new ApiError(503, u.message, undefined, { 'retry-after': '5' });
+  if (!cache.funding.has(source, q.instrumentId)) {
+    if (!cache.isSourceConfigured(source)) {
+      throw new ApiError(503, `source ${source} is not connected in this deployment`);
+    }
+    const known = cache.funding.instruments(source).map((i) => i.instrumentId);
+    throw new ApiError(404, `unknown funding instrument ${q.instrumentId} for ${q.source} (known: ${known.join(', ') || 'none yet'})`);
+  }
+  return cache
+    .fundingRange(source, q.instrumentId, q.startTime, q.endTime, MAX_FUNDING_POINTS)
+    .map((p) => ({ interest: p.interest, timestamp: p.timestamp }));
+}
+
+/** GET fundingRates?asOf: the points settled at or before `asOf`; 404 when the store held no point of the instrument then. */
+async function fundingRatesAsOf(markets: Markets, source: Source, q: z.infer<typeof FundingRatesQuery>, asOf: number) {
+  const store = markets.storeFor(asOf);
+  const known = await fundingInstrumentsAsOf(store, source, asOf);
+  if (!known.some((k) => k.instrument_id === q.instrumentId)) {
+    throw new ApiError(
+      404,
+      `no funding point of ${q.source} ${q.instrumentId} was held at ${new Date(asOf * 1000).toISOString()} (known then: ${known.map((k) => k.instrument_id).join(', ') || 'none'})`,
+    );
+  }
+  return fundingBetween(store, source, q.instrumentId, q.startTime, q.endTime, MAX_FUNDING_POINTS, asOf);
+}
+
+/** GET fundingInstruments: the source's perpetuals with their funding interval and history span (from the store with `asOf`). */
+async function fundingInstruments(markets: Markets, query: z.infer<typeof FundingInstrumentsQuery>) {
+  const source = resolveSource(query.source)!;
+  const asOf = query.asOf;
+  if (asOf !== undefined) {
+    const rows = await fundingInstrumentsAsOf(markets.storeFor(asOf), source, asOf);
+    return rows.map((r) => ({
+      instrumentId: r.instrument_id as string,
+      source: query.source,
+      baseCurrency: r.base as string,
+      quoteCurrency: r.quote as string,
+      intervalHours: r.interval_hours as number,
+      points: r.points as number,
+      firstTimestamp: r.first_ts as number,
+      lastTimestamp: r.last_ts as number,
+    }));
+  }
+  const cache = markets.live;
+  const held = cache.held();
+  if (held) throw new ApiError(503, held.message, undefined, { 'retry-after': '5' });
+  if (!cache.isSourceConfigured(source)) {
+    throw new ApiError(503, `source ${source} is not connected in this deployment`);
+  }
+  return cache.funding.instruments(source).map((i) => ({
+    instrumentId: i.instrumentId,
+    source: query.source,
+    baseCurrency: i.pair.base,
+    quoteCurrency: i.pair.quote,
+    intervalHours: i.intervalHours,
+    points: i.points,
+    firstTimestamp: i.firstTimestamp,
+    lastTimestamp: i.lastTimestamp,
+  }));
+}

@@ -17,6 +17,8 @@ import type { Markets } from '../asOf.js';
 import { AsOfQuery } from '../schemas.js';
 import type { VolatilityModel } from '../../cache/snapshot.js';
 import type { Pair, Source } from '../../domain/markets.js';
+import type { Clock } from '../../domain/clock.js';
+import type { MarketCache } from '../../cache/marketCache.js';
 import { scenarioFigures, scenarioLadder, type ScenarioCell, type ScenarioPosition, type ScenarioRow } from '../../quant/scenarios.js';
 import { advancedVolShock, daysToExpiry, shiftedVol, type VolShockParams } from '../../quant/volShock.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
@@ -63,24 +65,8 @@ const isOption = (t: string) => t === 'CALL' || t === 'PUT';
  * it is not a field, the source's own.
  */
 export async function resolveScenarioInstruments(markets: Markets, asOf: number | undefined, items: readonly AnyInstrument[]): Promise<ResolvedScenarioInstrument[]> {
-  const clock = markets.clockAt(asOf);
   const errs = new DetailCollector();
-  checkUniqueIds(errs, items.map((it) => it.instrumentId), PREFIX);
-  const checked = items.map((it, i) => {
-    const prefix = PREFIX(i);
-    const type = it.instrumentType;
-    const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-    if (isOption(type)) {
-      if (it.volatilityModel === undefined) errs.add(`${prefix}volatilityModel`, `Required for ${type}`);
-      if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${type}`);
-    }
-    if (type !== 'SPOT') {
-      if (it.expirationTimestamp === undefined) errs.add(`${prefix}expirationTimestamp`, `Required for ${type}`);
-      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
-    }
-    const inverse = r && type !== 'SPOT' ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
-    return { r, inverse };
-  });
+  const checked = checkScenarioInstruments(errs, items, markets.clockAt(asOf));
   errs.throwIfAny('request');
 
   const cache = await markets.at(
@@ -103,51 +89,98 @@ export async function resolveScenarioInstruments(markets: Markets, asOf: number 
       volatilityModel: isOption(type) ? (it.volatilityModel as VolatilityModel) : null,
       expirationTimestamp: type === 'SPOT' ? null : (it.expirationTimestamp as number),
     };
-    if (isOption(type)) {
-      const model = it.volatilityModel as VolatilityModel;
-      assertServable(cache, source, pair, model);
-      const snap = cache.getSurface(source, pair, model)!;
-      const p = expiryPoint(snap, it.expirationTimestamp as number);
-      const K = it.strike as number;
-      checkMoneyness(errs, `${PREFIX(i)}strike`, K, p.forward);
-      const sigma = p.vol(K);
-      return {
-        position: { type, size: it.size, inverse, priceMethod, S: p.spot, F: p.forward, K, T: p.T },
-        volatility: sigma,
-        observationTimestamp: p.observationTimestamp,
-        daysToExpiry: Math.max(daysToExpiry(it.expirationTimestamp as number, p.observationTimestamp), 0),
-        echo: { ...base, observationTimestamp: p.observationTimestamp, strike: K, spotPrice: p.spot, forwardPrice: p.forward, volatility: sigma },
-      };
-    }
-    assertServable(cache, source, pair, null);
-    const curve = cache.getForwardCurve(source, pair)!;
-    const S = curve.spot;
-    const obs = curve.observationTimestamp;
-    let F = S;
-    let T = 0;
-    if (type === 'FORWARD') {
-      T = Math.max((it.expirationTimestamp as number) - obs, 0) / SECONDS_PER_YEAR;
-      F = curve.curve.forward(T);
-    }
-    const K = type === 'SPOT' ? undefined : (it.strike ?? F);
-    if (K !== undefined && it.strike !== undefined) checkMoneyness(errs, `${PREFIX(i)}strike`, K, F);
-    return {
-      position: { type, size: it.size, inverse, priceMethod, S, F, ...(K !== undefined ? { K } : {}), T },
-      volatility: null,
-      observationTimestamp: obs,
-      daysToExpiry: 0,
-      echo: {
-        ...base,
-        observationTimestamp: obs,
-        strike: K ?? null,
-        spotPrice: S,
-        forwardPrice: type === 'SPOT' ? null : F,
-        volatility: null,
-      },
-    };
+    const held: HeldInstrument = { it, i, source, pair, inverse, priceMethod, base };
+    return isOption(type) ? resolveOption(cache, held, errs) : resolveLinear(cache, held, errs);
   });
   errs.throwIfAny('request');
   return out;
+}
+
+/**
+ * The checks of every instrument before any market is read (ids used once; source and pair; model and strike of an
+ * option; expiry of all but SPOT, not before now but for a PERPETUAL; inverse), each item's pair and inverse flag.
+ */
+function checkScenarioInstruments(errs: DetailCollector, items: readonly AnyInstrument[], clock: Clock) {
+  checkUniqueIds(errs, items.map((it) => it.instrumentId), PREFIX);
+  return items.map((it, i) => {
+    const prefix = PREFIX(i);
+    const type = it.instrumentType;
+    const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
+    if (isOption(type)) {
+      if (it.volatilityModel === undefined) errs.add(`${prefix}volatilityModel`, `Required for ${type}`);
+      if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${type}`);
+    }
+    if (type !== 'SPOT') {
+      if (it.expirationTimestamp === undefined) errs.add(`${prefix}expirationTimestamp`, `Required for ${type}`);
+      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
+    }
+    const inverse = r && type !== 'SPOT' ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
+    return { r, inverse };
+  });
+}
+
+/** One checked instrument, with its market, inverse flag, price method and the echo fields common to every type. */
+interface HeldInstrument {
+  readonly it: AnyInstrument;
+  /** Its index in the request. */
+  readonly i: number;
+  readonly source: Source;
+  readonly pair: Pair;
+  readonly inverse: boolean;
+  readonly priceMethod: Source;
+  readonly base: Record<string, unknown>;
+}
+
+/** A CALL or PUT: priced on the smile of its model at its expiry (503 when the surface cannot be served; the strike's moneyness checked). */
+function resolveOption(cache: MarketCache, held: HeldInstrument, errs: DetailCollector): ResolvedScenarioInstrument {
+  const { it, i, source, pair, inverse, priceMethod, base } = held;
+  const type = it.instrumentType;
+  const model = it.volatilityModel as VolatilityModel;
+  assertServable(cache, source, pair, model);
+  const snap = cache.getSurface(source, pair, model)!;
+  const p = expiryPoint(snap, it.expirationTimestamp as number);
+  const K = it.strike as number;
+  checkMoneyness(errs, `${PREFIX(i)}strike`, K, p.forward);
+  const sigma = p.vol(K);
+  return {
+    position: { type, size: it.size, inverse, priceMethod, S: p.spot, F: p.forward, K, T: p.T },
+    volatility: sigma,
+    observationTimestamp: p.observationTimestamp,
+    daysToExpiry: Math.max(daysToExpiry(it.expirationTimestamp as number, p.observationTimestamp), 0),
+    echo: { ...base, observationTimestamp: p.observationTimestamp, strike: K, spotPrice: p.spot, forwardPrice: p.forward, volatility: sigma },
+  };
+}
+
+/** SPOT, FORWARD or PERPETUAL: on the forward curve (a FORWARD at its expiry's forward; 503 when the curve cannot be served). */
+function resolveLinear(cache: MarketCache, held: HeldInstrument, errs: DetailCollector): ResolvedScenarioInstrument {
+  const { it, i, source, pair, inverse, priceMethod, base } = held;
+  const type = it.instrumentType;
+  assertServable(cache, source, pair, null);
+  const curve = cache.getForwardCurve(source, pair)!;
+  const S = curve.spot;
+  const obs = curve.observationTimestamp;
+  let F = S;
+  let T = 0;
+  if (type === 'FORWARD') {
+    T = Math.max((it.expirationTimestamp as number) - obs, 0) / SECONDS_PER_YEAR;
+    F = curve.curve.forward(T);
+  }
+  const K = type === 'SPOT' ? undefined : (it.strike ?? F);
+  if (K !== undefined && it.strike !== undefined) checkMoneyness(errs, `${PREFIX(i)}strike`, K, F);
+  return {
+    position: { type, size: it.size, inverse, priceMethod, S, F, ...(K !== undefined ? { K } : {}), T },
+    volatility: null,
+    observationTimestamp: obs,
+    daysToExpiry: 0,
+    echo: {
+      ...base,
+      observationTimestamp: obs,
+      strike: K ?? null,
+      spotPrice: S,
+      forwardPrice: type === 'SPOT' ? null : F,
+      volatility: null,
+    },
+  };
 }
 
 /**

@@ -13,7 +13,8 @@
  * SSE format: WHATWG HTML "Server-sent events"; each event: `id: <channel>:<sequence>,...` (the last sequence
  * of every channel of the stream, what Last-Event-ID sends back), `data: {"channel":...,"data":{...}}`.
  */
-import type { FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { WebSocket } from 'ws';
 import { z } from 'zod';
@@ -99,90 +100,7 @@ export const streamRoutes =
     app.get(
       STREAM_SSE_PATH,
       { schema: { summary: 'Server-Sent Events twin of the WebSocket API: channel updates with their sequence, resumable with Last-Event-ID', querystring: StreamQuery }, config: { metrics: false } },
-      (req, reply) => {
-        const q = req.query;
-        const channels: Channel[] = [];
-        const bad: Array<{ path: string; message: string }> = [];
-        for (const name of q.channels.split(',').map((s) => s.trim()).filter(Boolean)) {
-          const r = parseChannel(name);
-          if ('error' in r) bad.push({ path: 'channels', message: `${name.slice(0, 200)}: ${r.error}` });
-          else if (!channels.some((c) => c.name === r.channel.name)) channels.push(r.channel);
-        }
-        if (channels.length === 0 && bad.length === 0) bad.push({ path: 'channels', message: 'at least one channel' });
-        const expiries = q.expiries ? q.expiries.split(',').map((s) => Number(s.trim())) : undefined;
-        if (expiries && !expiries.every((e) => Number.isSafeInteger(e) && e > 0)) bad.push({ path: 'expiries', message: 'comma-separated Unix seconds' });
-        if (channels.length > hub.limits.maxSubscriptions) bad.push({ path: 'channels', message: `at most ${hub.limits.maxSubscriptions} channels (STREAM_MAX_SUBSCRIPTIONS)` });
-        if (bad.length) throw badRequest(`invalid stream request: ${bad.map((b) => b.message).join('; ')}`, bad);
-        const owner = ownerOf(req.apiKeyId, req.ip);
-        if (!hub.canOpen(owner)) {
-          hub.metrics.rejected.inc({ reason: 'connections' });
-          throw new ApiError(429, `too many stream connections (limit ${hub.limits.maxConnectionsPerKey}, STREAM_MAX_CONNECTIONS_PER_KEY)`);
-        }
-        const headerId = req.headers['last-event-id'];
-        const since = parseEventId(typeof headerId === 'string' ? headerId : q.lastEventId);
-
-        reply.hijack();
-        const res = reply.raw;
-        req.raw.socket.setTimeout(0);
-        res.writeHead(200, {
-          'content-type': 'text/event-stream; charset=utf-8',
-          'cache-control': 'no-store',
-          connection: 'keep-alive',
-          'x-accel-buffering': 'no',
-        });
-        res.write('retry: 2000\n\n');
-        const last = new Map<string, number>();
-        for (const c of channels) {
-          const s = since.get(c.name);
-          if (s !== undefined) last.set(c.name, s);
-        }
-        let ended = false;
-        const end = () => {
-          if (ended) return;
-          ended = true;
-          res.end();
-        };
-        const transport: StreamTransport = {
-          kind: 'sse',
-          buffered: () => res.writableLength,
-          write: (sub: Subscription, item: Item, json: string | Buffer) => {
-            last.set(sub.state.channel.name, item.entry.sequence);
-            const id = [...last].map(([c, s]) => `${c}:${s}`).join(',');
-            const text = `id: ${id}\ndata: {"channel":${JSON.stringify(item.entry.channel)},"data":${json}}\n\n`;
-            if (!ended) res.write(text);
-            return text.length;
-          },
-          close: (code, reason) => {
-            if (!ended) res.write(`event: close\ndata: ${JSON.stringify({ code, reason })}\n\n`);
-            end();
-            setTimeout(() => res.destroy(), hub.limits.closeGraceMs).unref?.();
-          },
-        };
-        const session: Session | null = hub.openSession(transport, owner);
-        if (!session) {
-          res.write(`event: close\ndata: ${JSON.stringify({ code: 1008, reason: 'too many connections' })}\n\n`);
-          end();
-          return;
-        }
-        const options = {
-          intervalMs: q.interval_ms ?? 0,
-          ...(q.fields ? { fields: q.fields.split(',').map((s) => s.trim()).filter(Boolean) } : {}),
-          ...(expiries ? { expiries } : {}),
-          threshold: q.threshold ?? 0,
-        };
-        for (const c of channels) hub.subscribe(session, c, options, since.get(c.name));
-        // a comment every 15 s: proxies keep the stream open, and a dead peer is found
-        const keepAlive = setInterval(() => {
-          if (!ended && res.writableLength < hub.limits.maxBufferedBytes) res.write(': keep-alive\n\n');
-        }, 15_000);
-        keepAlive.unref?.();
-        const cleanup = () => {
-          clearInterval(keepAlive);
-          session.dispose();
-        };
-        res.on('close', cleanup);
-        res.on('error', cleanup);
-      },
+      (req, reply) => serveEventStream(hub, ownerOf(req.apiKeyId, req.ip), req.query, req, reply),
     );
 
     app.get(STREAM_STATS_PATH, { schema: { summary: 'Streaming API figures for the dashboard panel (connections, subscriptions, messages, conflations, slow closes)' } }, async () => ({
@@ -198,3 +116,113 @@ export const streamRoutes =
       done();
     });
   };
+
+/** The query of the SSE stream. */
+type StreamQueryValue = z.infer<typeof StreamQuery>;
+
+/**
+ * GET /api/v1/stream: the request's channels as one Server-Sent Events stream (a 400 naming every bad part, a 429
+ * past the owner's connection limit), each channel resumed after its sequence in Last-Event-ID.
+ */
+function serveEventStream(hub: StreamHub, owner: string, q: StreamQueryValue, req: FastifyRequest, reply: FastifyReply): void {
+  const { channels, expiries } = checkedStreamRequest(q, hub);
+  if (!hub.canOpen(owner)) {
+    hub.metrics.rejected.inc({ reason: 'connections' });
+    throw new ApiError(429, `too many stream connections (limit ${hub.limits.maxConnectionsPerKey}, STREAM_MAX_CONNECTIONS_PER_KEY)`);
+  }
+  const headerId = req.headers['last-event-id'];
+  const since = parseEventId(typeof headerId === 'string' ? headerId : q.lastEventId);
+
+  reply.hijack();
+  const res = reply.raw;
+  req.raw.socket.setTimeout(0);
+  res.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-store',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  res.write('retry: 2000\n\n');
+  const sse = sseTransport(res, channels, since, hub);
+  const session: Session | null = hub.openSession(sse.transport, owner);
+  if (!session) {
+    res.write(`event: close\ndata: ${JSON.stringify({ code: 1008, reason: 'too many connections' })}\n\n`);
+    sse.end();
+    return;
+  }
+  const options = {
+    intervalMs: q.interval_ms ?? 0,
+    ...(q.fields ? { fields: q.fields.split(',').map((s) => s.trim()).filter(Boolean) } : {}),
+    ...(expiries ? { expiries } : {}),
+    threshold: q.threshold ?? 0,
+  };
+  for (const c of channels) hub.subscribe(session, c, options, since.get(c.name));
+  keepAliveUntilClosed(res, session, hub, sse.ended);
+}
+
+/** The stream request's channels (each once) and expiries; a 400 naming every bad part (channels, expiries, too many channels). */
+function checkedStreamRequest(q: StreamQueryValue, hub: StreamHub): { channels: Channel[]; expiries: number[] | undefined } {
+  const channels: Channel[] = [];
+  const bad: Array<{ path: string; message: string }> = [];
+  for (const name of q.channels.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const r = parseChannel(name);
+    if ('error' in r) bad.push({ path: 'channels', message: `${name.slice(0, 200)}: ${r.error}` });
+    else if (!channels.some((c) => c.name === r.channel.name)) channels.push(r.channel);
+  }
+  if (channels.length === 0 && bad.length === 0) bad.push({ path: 'channels', message: 'at least one channel' });
+  const expiries = q.expiries ? q.expiries.split(',').map((s) => Number(s.trim())) : undefined;
+  if (expiries && !expiries.every((e) => Number.isSafeInteger(e) && e > 0)) bad.push({ path: 'expiries', message: 'comma-separated Unix seconds' });
+  if (channels.length > hub.limits.maxSubscriptions) bad.push({ path: 'channels', message: `at most ${hub.limits.maxSubscriptions} channels (STREAM_MAX_SUBSCRIPTIONS)` });
+  if (bad.length) throw badRequest(`invalid stream request: ${bad.map((b) => b.message).join('; ')}`, bad);
+  return { channels, expiries };
+}
+
+/**
+ * The hub's transport over one SSE response: each event's id carries the last sequence of every channel of the
+ * stream (from `since`, the resume point); a close sends a `close` event, ends the response and destroys it after
+ * the grace period.
+ */
+function sseTransport(res: ServerResponse, channels: readonly Channel[], since: ReadonlyMap<string, number>, hub: StreamHub) {
+  const last = new Map<string, number>();
+  for (const c of channels) {
+    const s = since.get(c.name);
+    if (s !== undefined) last.set(c.name, s);
+  }
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    res.end();
+  };
+  const transport: StreamTransport = {
+    kind: 'sse',
+    buffered: () => res.writableLength,
+    write: (sub: Subscription, item: Item, json: string | Buffer) => {
+      last.set(sub.state.channel.name, item.entry.sequence);
+      const id = [...last].map(([c, s]) => `${c}:${s}`).join(',');
+      const text = `id: ${id}\ndata: {"channel":${JSON.stringify(item.entry.channel)},"data":${json}}\n\n`;
+      if (!ended) res.write(text);
+      return text.length;
+    },
+    close: (code, reason) => {
+      if (!ended) res.write(`event: close\ndata: ${JSON.stringify({ code, reason })}\n\n`);
+      end();
+      setTimeout(() => res.destroy(), hub.limits.closeGraceMs).unref?.();
+    },
+  };
+  return { transport, end, ended: () => ended };
+}
+
+/** A comment every 15 s (proxies keep the stream open, and a dead peer is found) until the response closes, which disposes of the session. */
+function keepAliveUntilClosed(res: ServerResponse, session: Session, hub: StreamHub, ended: () => boolean): void {
+  const keepAlive = setInterval(() => {
+    if (!ended() && res.writableLength < hub.limits.maxBufferedBytes) res.write(': keep-alive\n\n');
+  }, 15_000);
+  keepAlive.unref?.();
+  const cleanup = () => {
+    clearInterval(keepAlive);
+    session.dispose();
+  };
+  res.on('close', cleanup);
+  res.on('error', cleanup);
+}

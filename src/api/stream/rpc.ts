@@ -109,193 +109,257 @@ export function parseSubscribe(params: unknown): SubscribeParams | { error: stri
  * (small), notifications go through the hub's per-connection queue.
  */
 export function serveWebSocket(socket: WebSocket, ctx: RpcContext): void {
-  const { hub, keys } = ctx;
-  const limits = hub.limits;
-  let session: Session | null = null;
-  let keyId: string | null = ctx.headerKeyId;
-  let failedAuth = 0;
-  let tokens = limits.maxRequestsPerS * 2;
-  let refilledAt = Date.now();
-  let heartbeat: NodeJS.Timeout | null = null;
-  let awaitingTest = false;
-  let graceTimer: NodeJS.Timeout | null = null;
+  new RpcConnection(socket, ctx).serve();
+}
 
-  const send = (obj: unknown) => {
-    if (socket.readyState === socket.OPEN) socket.send(JSON.stringify(obj));
-  };
-  const reply = (id: Id, result: unknown) => send({ jsonrpc: '2.0', id, result });
-  const fail = (id: Id, code: number, message: string, data?: unknown) => {
-    hub.metrics.rpcErrors.inc({ code: String(code) });
-    send({ jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
-  };
-  const close = (code: number, reason: string) => {
-    if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING) socket.close(code, reason.slice(0, 120));
-    if (!graceTimer) {
-      graceTimer = setTimeout(() => socket.terminate(), limits.closeGraceMs);
-      graceTimer.unref?.();
-    }
-  };
-  /** The ws socket's net.Socket (ws keeps it in `_socket`), for cork/uncork around a flush. */
-  const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
-  const transport: StreamTransport = {
-    kind: 'ws',
-    buffered: () => socket.bufferedAmount,
-    write: (_sub, _item, text) => {
-      // a Buffer is the shared, already encoded notification: sent as a text frame without a copy
-      socket.send(text, { binary: false });
-      return text.length;
-    },
-    close,
-    cork: () => raw()?.cork(),
-    uncork: () => raw()?.uncork(),
-  };
-  /** Open the hub session for `owner`; false (and the socket closing) when the owner is at its limit. */
-  const openSession = (owner: string, id: Id): boolean => {
-    session = hub.openSession(transport, owner);
-    if (session) return true;
-    fail(id, RPC_ERRORS.tooManyConnections, `too many stream connections for this ${owner.startsWith('ip:') ? 'address' : 'API key'} (limit ${limits.maxConnectionsPerKey}, STREAM_MAX_CONNECTIONS_PER_KEY)`);
-    close(1008, 'too many connections');
-    return false;
-  };
+/** The methods `method not found` lists. */
+const RPC_METHODS = 'public/subscribe, public/unsubscribe, public/unsubscribe_all, public/auth, public/get_time, public/test, public/set_heartbeat, public/disable_heartbeat';
 
-  let authTimer: NodeJS.Timeout | null = null;
-  if (!keys) openSession(`ip:${ctx.ip}`, null);
-  else if (keyId) openSession(`key:${keyId}`, null);
-  else {
-    authTimer = setTimeout(() => {
-      hub.metrics.rejected.inc({ reason: 'auth-timeout' });
-      close(4001, `not authenticated within ${limits.authTimeoutMs} ms: send public/auth {api_key} first, or header X-API-Key`);
-    }, limits.authTimeoutMs);
-    authTimer.unref?.();
+/** One WebSocket's JSON-RPC session: its authentication, request rate limit, heartbeat and hub session. */
+class RpcConnection {
+  private readonly hub: StreamHub;
+  private readonly keys: KeyRing | null;
+  private readonly limits: StreamHub['limits'];
+  private session: Session | null = null;
+  private keyId: string | null;
+  private failedAuth = 0;
+  /** The request rate limit's token bucket (STREAM_MAX_REQUESTS_PER_S, bursts of twice that). */
+  private tokens: number;
+  private refilledAt = Date.now();
+  private heartbeat: NodeJS.Timeout | null = null;
+  private awaitingTest = false;
+  private graceTimer: NodeJS.Timeout | null = null;
+  private authTimer: NodeJS.Timeout | null = null;
+  /** The hub's transport over this socket. */
+  private readonly transport: StreamTransport;
+
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly ctx: RpcContext,
+  ) {
+    this.hub = ctx.hub;
+    this.keys = ctx.keys;
+    this.limits = ctx.hub.limits;
+    this.keyId = ctx.headerKeyId;
+    this.tokens = this.limits.maxRequestsPerS * 2;
+    /** The ws socket's net.Socket (ws keeps it in `_socket`), for cork/uncork around a flush. */
+    const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    this.transport = {
+      kind: 'ws',
+      buffered: () => socket.bufferedAmount,
+      write: (_sub, _item, text) => {
+        // a Buffer is the shared, already encoded notification: sent as a text frame without a copy
+        socket.send(text, { binary: false });
+        return text.length;
+      },
+      close: (code, reason) => this.close(code, reason),
+      cork: () => raw()?.cork(),
+      uncork: () => raw()?.uncork(),
+    };
   }
 
-  const authorized = (): boolean => !keys || keyId !== null;
-
-  const handle = (msg: Record<string, unknown>): void => {
-    const id: Id = typeof msg.id === 'number' || typeof msg.id === 'string' ? msg.id : null;
-    const method = msg.method;
-    if (typeof method !== 'string') return fail(id, RPC_ERRORS.invalidRequest, 'invalid request: "method" must be a string (JSON-RPC 2.0)');
-    const params = msg.params;
-    switch (method) {
-      case 'public/auth': {
-        if (!keys) return reply(id, { authenticated: true, key_id: null, note: 'no API keys are configured: none is needed' });
-        const p = (params ?? {}) as Record<string, unknown>;
-        const presented = typeof params === 'object' && params !== null ? (p.api_key ?? p.client_secret) : undefined;
-        const match = keys.match(presented);
-        if (!match) {
-          failedAuth++;
-          hub.metrics.rejected.inc({ reason: 'invalid-key' });
-          fail(id, RPC_ERRORS.invalidCredentials, presented === undefined ? 'invalid_credentials: params.api_key is required' : 'invalid_credentials: invalid API key');
-          if (failedAuth >= 3) close(4003, 'three invalid API keys');
-          return;
-        }
-        if (keyId === null) {
-          if (!openSession(`key:${match}`, id)) return;
-          if (authTimer) clearTimeout(authTimer);
-        }
-        keyId = keyId ?? match;
-        return reply(id, { authenticated: true, key_id: keyId });
-      }
-      case 'public/get_time':
-        return reply(id, ctx.clock.now());
-      case 'public/test':
-        awaitingTest = false;
-        return reply(id, { version: STREAM_API_VERSION });
-      case 'public/set_heartbeat': {
-        const interval = (params as Record<string, unknown> | undefined)?.interval;
-        if (typeof interval !== 'number' || !Number.isFinite(interval) || interval < 10 || interval > 3600) {
-          return fail(id, RPC_ERRORS.invalidParams, 'params.interval must be a number of seconds from 10 to 3600');
-        }
-        if (heartbeat) clearInterval(heartbeat);
-        awaitingTest = false;
-        heartbeat = setInterval(() => {
-          if (awaitingTest) {
-            close(4000, 'heartbeat: no public/test answered the last test_request');
-            return;
-          }
-          awaitingTest = true;
-          send({ jsonrpc: '2.0', method: 'heartbeat', params: { type: 'test_request' } });
-        }, interval * 1000);
-        heartbeat.unref?.();
-        return reply(id, 'ok');
-      }
-      case 'public/disable_heartbeat':
-        if (heartbeat) clearInterval(heartbeat);
-        heartbeat = null;
-        awaitingTest = false;
-        return reply(id, 'ok');
-      case 'public/subscribe': {
-        if (!authorized() || !session) return fail(id, RPC_ERRORS.unauthorized, 'unauthorized: API keys are configured; send public/auth {api_key} first (or header X-API-Key at the handshake)');
-        const parsed = parseSubscribe(params);
-        if ('error' in parsed) return fail(id, RPC_ERRORS.invalidParams, `invalid params: ${parsed.error}`, parsed.data);
-        const s = session as Session;
-        const added = parsed.channels.filter((c) => !s.subs.has(c.name)).length;
-        if (s.subs.size + added > limits.maxSubscriptions) {
-          return fail(id, RPC_ERRORS.tooManySubscriptions, `too many subscriptions: ${s.subs.size} held + ${added} asked > ${limits.maxSubscriptions} (STREAM_MAX_SUBSCRIPTIONS); nothing subscribed`);
-        }
-        // the answer first, then (from the next turn of the event loop) the documents
-        reply(id, parsed.channels.map((c) => c.name));
-        for (const c of parsed.channels) hub.subscribe(s, c, parsed.options, parsed.since.get(c.name));
-        return;
-      }
-      case 'public/unsubscribe': {
-        if (!session) return fail(id, RPC_ERRORS.unauthorized, 'unauthorized: send public/auth {api_key} first');
-        const list = (params as Record<string, unknown> | undefined)?.channels;
-        if (!Array.isArray(list)) return fail(id, RPC_ERRORS.invalidParams, 'invalid params: params.channels must be an array of channel names');
-        const s = session as Session;
-        const done: string[] = [];
-        for (const name of list) {
-          const r = parseChannel(name);
-          if ('error' in r) continue;
-          const sub = s.subs.get(r.channel.name);
-          if (sub) {
-            hub.detach(sub);
-            done.push(r.channel.name);
-          }
-        }
-        return reply(id, done);
-      }
-      case 'public/unsubscribe_all': {
-        const s = session as Session | null;
-        if (s) for (const sub of [...s.subs.values()]) hub.detach(sub);
-        return reply(id, 'ok');
-      }
-      default:
-        return fail(id, RPC_ERRORS.methodNotFound, `method not found: ${method.slice(0, 100)} (public/subscribe, public/unsubscribe, public/unsubscribe_all, public/auth, public/get_time, public/test, public/set_heartbeat, public/disable_heartbeat)`);
+  /** Opens the hub session at once (no keys, or a key in the header), else waits for public/auth; then listens to the socket. */
+  serve(): void {
+    const { keys, keyId, limits } = this;
+    if (!keys) this.openSession(`ip:${this.ctx.ip}`, null);
+    else if (keyId) this.openSession(`key:${keyId}`, null);
+    else {
+      this.authTimer = setTimeout(() => {
+        this.hub.metrics.rejected.inc({ reason: 'auth-timeout' });
+        this.close(4001, `not authenticated within ${limits.authTimeoutMs} ms: send public/auth {api_key} first, or header X-API-Key`);
+      }, limits.authTimeoutMs);
+      this.authTimer.unref?.();
     }
-  };
+    this.socket.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => this.onMessage(data, isBinary));
+    this.socket.on('close', () => this.cleanup());
+    this.socket.on('error', () => this.socket.terminate());
+  }
 
-  socket.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+  private send(obj: unknown): void {
+    if (this.socket.readyState === this.socket.OPEN) this.socket.send(JSON.stringify(obj));
+  }
+
+  private reply(id: Id, result: unknown): void {
+    this.send({ jsonrpc: '2.0', id, result });
+  }
+
+  /** A JSON-RPC error answer, counted by code. */
+  private fail(id: Id, code: number, message: string, data?: unknown): void {
+    this.hub.metrics.rpcErrors.inc({ code: String(code) });
+    this.send({ jsonrpc: '2.0', id, error: { code, message, ...(data !== undefined ? { data } : {}) } });
+  }
+
+  /** Closes the socket with `code` and `reason`, and terminates it if it is still open after the grace period. */
+  private close(code: number, reason: string): void {
+    const socket = this.socket;
+    if (socket.readyState === socket.OPEN || socket.readyState === socket.CONNECTING) socket.close(code, reason.slice(0, 120));
+    if (!this.graceTimer) {
+      this.graceTimer = setTimeout(() => socket.terminate(), this.limits.closeGraceMs);
+      this.graceTimer.unref?.();
+    }
+  }
+
+  /** Open the hub session for `owner`; false (and the socket closing) when the owner is at its limit. */
+  private openSession(owner: string, id: Id): boolean {
+    this.session = this.hub.openSession(this.transport, owner);
+    if (this.session) return true;
+    this.fail(id, RPC_ERRORS.tooManyConnections, `too many stream connections for this ${owner.startsWith('ip:') ? 'address' : 'API key'} (limit ${this.limits.maxConnectionsPerKey}, STREAM_MAX_CONNECTIONS_PER_KEY)`);
+    this.close(1008, 'too many connections');
+    return false;
+  }
+
+  private authorized(): boolean {
+    return !this.keys || this.keyId !== null;
+  }
+
+  /**
+   * One frame: the rate limit, the size limit, text only, one JSON-RPC request object (no batch), then its method.
+   * Never throws: an unexpected error is answered as an internal error.
+   */
+  private onMessage(data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): void {
+    const limits = this.limits;
     try {
       const now = Date.now();
-      tokens = Math.min(limits.maxRequestsPerS * 2, tokens + ((now - refilledAt) / 1000) * limits.maxRequestsPerS);
-      refilledAt = now;
-      if (tokens < 1) return fail(null, RPC_ERRORS.tooManyRequests, `too_many_requests: at most ${limits.maxRequestsPerS} messages per second (STREAM_MAX_REQUESTS_PER_S)`);
-      tokens -= 1;
+      this.tokens = Math.min(limits.maxRequestsPerS * 2, this.tokens + ((now - this.refilledAt) / 1000) * limits.maxRequestsPerS);
+      this.refilledAt = now;
+      if (this.tokens < 1) return this.fail(null, RPC_ERRORS.tooManyRequests, `too_many_requests: at most ${limits.maxRequestsPerS} messages per second (STREAM_MAX_REQUESTS_PER_S)`);
+      this.tokens -= 1;
       const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
       if (buf.length > limits.maxMessageBytes) {
-        return fail(null, RPC_ERRORS.invalidRequest, `invalid request: message of ${buf.length} bytes is over the limit of ${limits.maxMessageBytes} (STREAM_MAX_MESSAGE_BYTES)`);
+        return this.fail(null, RPC_ERRORS.invalidRequest, `invalid request: message of ${buf.length} bytes is over the limit of ${limits.maxMessageBytes} (STREAM_MAX_MESSAGE_BYTES)`);
       }
-      if (isBinary) return fail(null, RPC_ERRORS.invalidRequest, 'invalid request: send JSON text frames, not binary');
+      if (isBinary) return this.fail(null, RPC_ERRORS.invalidRequest, 'invalid request: send JSON text frames, not binary');
       let msg: unknown;
       try {
         msg = JSON.parse(buf.toString('utf8'));
       } catch (err) {
-        return fail(null, RPC_ERRORS.parse, `parse error: ${(err as Error).message.slice(0, 200)}`);
+        return this.fail(null, RPC_ERRORS.parse, `parse error: ${(err as Error).message.slice(0, 200)}`);
       }
-      if (Array.isArray(msg)) return fail(null, RPC_ERRORS.invalidRequest, 'invalid request: batches are not supported; send one request per message');
-      if (!msg || typeof msg !== 'object') return fail(null, RPC_ERRORS.invalidRequest, 'invalid request: a message is a JSON-RPC 2.0 request object');
-      handle(msg as Record<string, unknown>);
+      if (Array.isArray(msg)) return this.fail(null, RPC_ERRORS.invalidRequest, 'invalid request: batches are not supported; send one request per message');
+      if (!msg || typeof msg !== 'object') return this.fail(null, RPC_ERRORS.invalidRequest, 'invalid request: a message is a JSON-RPC 2.0 request object');
+      this.handle(msg as Record<string, unknown>);
     } catch {
-      fail(null, -32603, 'internal error');
+      this.fail(null, -32603, 'internal error');
     }
-  });
-  const cleanup = () => {
-    if (heartbeat) clearInterval(heartbeat);
-    if (authTimer) clearTimeout(authTimer);
-    if (graceTimer) clearTimeout(graceTimer);
-    (session as Session | null)?.dispose();
-  };
-  socket.on('close', cleanup);
-  socket.on('error', () => socket.terminate());
+  }
+
+  /** One request: its method, answered by id. */
+  private handle(msg: Record<string, unknown>): void {
+    const id: Id = typeof msg.id === 'number' || typeof msg.id === 'string' ? msg.id : null;
+    const method = msg.method;
+    if (typeof method !== 'string') return this.fail(id, RPC_ERRORS.invalidRequest, 'invalid request: "method" must be a string (JSON-RPC 2.0)');
+    const params = msg.params;
+    switch (method) {
+      case 'public/auth':
+        return this.auth(id, params);
+      case 'public/get_time':
+        return this.reply(id, this.ctx.clock.now());
+      case 'public/test':
+        this.awaitingTest = false;
+        return this.reply(id, { version: STREAM_API_VERSION });
+      case 'public/set_heartbeat':
+        return this.setHeartbeat(id, params);
+      case 'public/disable_heartbeat':
+        if (this.heartbeat) clearInterval(this.heartbeat);
+        this.heartbeat = null;
+        this.awaitingTest = false;
+        return this.reply(id, 'ok');
+      case 'public/subscribe':
+        return this.subscribe(id, params);
+      case 'public/unsubscribe':
+        return this.unsubscribe(id, params);
+      case 'public/unsubscribe_all': {
+        const s = this.session;
+        if (s) for (const sub of [...s.subs.values()]) this.hub.detach(sub);
+        return this.reply(id, 'ok');
+      }
+      default:
+        return this.fail(id, RPC_ERRORS.methodNotFound, `method not found: ${method.slice(0, 100)} (${RPC_METHODS})`);
+    }
+  }
+
+  /** public/auth: a valid key opens the session (the first one; later ones are answered with the key id held); three invalid keys close the socket. */
+  private auth(id: Id, params: unknown): void {
+    const keys = this.keys;
+    if (!keys) return this.reply(id, { authenticated: true, key_id: null, note: 'no API keys are configured: none is needed' });
+    const p = (params ?? {}) as Record<string, unknown>;
+    const presented = typeof params === 'object' && params !== null ? (p.api_key ?? p.client_secret) : undefined;
+    const match = keys.match(presented);
+    if (!match) {
+      this.failedAuth++;
+      this.hub.metrics.rejected.inc({ reason: 'invalid-key' });
+      this.fail(id, RPC_ERRORS.invalidCredentials, presented === undefined ? 'invalid_credentials: params.api_key is required' : 'invalid_credentials: invalid API key');
+      if (this.failedAuth >= 3) this.close(4003, 'three invalid API keys');
+      return;
+    }
+    if (this.keyId === null) {
+      if (!this.openSession(`key:${match}`, id)) return;
+      if (this.authTimer) clearTimeout(this.authTimer);
+    }
+    this.keyId = this.keyId ?? match;
+    return this.reply(id, { authenticated: true, key_id: this.keyId });
+  }
+
+  /** public/set_heartbeat: a test_request every `interval` seconds; one left unanswered by the next closes the socket (4000). */
+  private setHeartbeat(id: Id, params: unknown): void {
+    const interval = (params as Record<string, unknown> | undefined)?.interval;
+    if (typeof interval !== 'number' || !Number.isFinite(interval) || interval < 10 || interval > 3600) {
+      return this.fail(id, RPC_ERRORS.invalidParams, 'params.interval must be a number of seconds from 10 to 3600');
+    }
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    this.awaitingTest = false;
+    this.heartbeat = setInterval(() => {
+      if (this.awaitingTest) {
+        this.close(4000, 'heartbeat: no public/test answered the last test_request');
+        return;
+      }
+      this.awaitingTest = true;
+      this.send({ jsonrpc: '2.0', method: 'heartbeat', params: { type: 'test_request' } });
+    }, interval * 1000);
+    this.heartbeat.unref?.();
+    return this.reply(id, 'ok');
+  }
+
+  /** public/subscribe: all the channels or none (invalid params, too many subscriptions); the answer first, then the documents. */
+  private subscribe(id: Id, params: unknown): void {
+    const limits = this.limits;
+    if (!this.authorized() || !this.session) return this.fail(id, RPC_ERRORS.unauthorized, 'unauthorized: API keys are configured; send public/auth {api_key} first (or header X-API-Key at the handshake)');
+    const parsed = parseSubscribe(params);
+    if ('error' in parsed) return this.fail(id, RPC_ERRORS.invalidParams, `invalid params: ${parsed.error}`, parsed.data);
+    const s = this.session;
+    const added = parsed.channels.filter((c) => !s.subs.has(c.name)).length;
+    if (s.subs.size + added > limits.maxSubscriptions) {
+      return this.fail(id, RPC_ERRORS.tooManySubscriptions, `too many subscriptions: ${s.subs.size} held + ${added} asked > ${limits.maxSubscriptions} (STREAM_MAX_SUBSCRIPTIONS); nothing subscribed`);
+    }
+    // the answer first, then (from the next turn of the event loop) the documents
+    this.reply(id, parsed.channels.map((c) => c.name));
+    for (const c of parsed.channels) this.hub.subscribe(s, c, parsed.options, parsed.since.get(c.name));
+  }
+
+  /** public/unsubscribe: the named channels held (unknown names are passed over); answers those unsubscribed. */
+  private unsubscribe(id: Id, params: unknown): void {
+    if (!this.session) return this.fail(id, RPC_ERRORS.unauthorized, 'unauthorized: send public/auth {api_key} first');
+    const list = (params as Record<string, unknown> | undefined)?.channels;
+    if (!Array.isArray(list)) return this.fail(id, RPC_ERRORS.invalidParams, 'invalid params: params.channels must be an array of channel names');
+    const s = this.session;
+    const done: string[] = [];
+    for (const name of list) {
+      const r = parseChannel(name);
+      if ('error' in r) continue;
+      const sub = s.subs.get(r.channel.name);
+      if (sub) {
+        this.hub.detach(sub);
+        done.push(r.channel.name);
+      }
+    }
+    return this.reply(id, done);
+  }
+
+  /** The socket closed: timers stopped, the hub session disposed of. */
+  private cleanup(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat);
+    if (this.authTimer) clearTimeout(this.authTimer);
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.session?.dispose();
+  }
 }
