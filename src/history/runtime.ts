@@ -113,19 +113,7 @@ export async function startHistory(settings: HistorySettings, cache: MarketCache
     storedUpTo: newestAtOpen,
     logger: logger.child({ component: 'history' }),
   });
-  const compactNow = async (): Promise<CompactionResult> => {
-    const range = await keptRange(store);
-    const nowS = Math.max(cache.clock.now(), range?.to ?? -Infinity);
-    return compact(store, { nowS, fullH: settings.HISTORY_FULL_H, retentionD: settings.HISTORY_RETENTION_D });
-  };
-  let compacting: Promise<unknown> = Promise.resolve();
-  const compactTimer = setInterval(() => {
-    compacting = compactNow()
-      .then((r) => logger.info({ ...r }, 'history compacted'))
-      .catch((err: unknown) => logger.error({ err: (err as Error).message }, 'history compaction failed'));
-  }, COMPACTION_EVERY_MS);
-  compactTimer.unref();
-  compacting = compactNow().catch((err: unknown) => logger.error({ err: (err as Error).message }, 'history compaction failed'));
+  const compaction = scheduleCompaction(store, settings, cache, logger);
   logger.info({ path, restoredPoints: restored, fullH: settings.HISTORY_FULL_H, bucketS: settings.HISTORY_BUCKET_S, retentionD: settings.HISTORY_RETENTION_D }, 'history store open');
   return {
     store,
@@ -154,12 +142,44 @@ export async function startHistory(settings: HistorySettings, cache: MarketCache
       if (range && range.to >= fromS) return null;
       return (s) => recorder.recordPast(s);
     },
-    compactNow,
+    compactNow: compaction.now,
     async close() {
-      clearInterval(compactTimer);
-      await compacting;
+      await compaction.stop();
       await recorder.close();
       await store.close();
+    },
+  };
+}
+
+/**
+ * The compaction (./compaction.ts) of `store`: now at start, then every COMPACTION_EVERY_MS, against the later of the
+ * service clock and the newest stored surface (a replay's store is judged by its own data). `now` runs one at once;
+ * `stop` ends the timer and waits for a running one.
+ */
+function scheduleCompaction(
+  store: HistoryStore,
+  settings: HistorySettings,
+  cache: MarketCache,
+  logger: Logger,
+): { now: () => Promise<CompactionResult>; stop: () => Promise<void> } {
+  const now = async (): Promise<CompactionResult> => {
+    const range = await keptRange(store);
+    const nowS = Math.max(cache.clock.now(), range?.to ?? -Infinity);
+    return compact(store, { nowS, fullH: settings.HISTORY_FULL_H, retentionD: settings.HISTORY_RETENTION_D });
+  };
+  let compacting: Promise<unknown> = Promise.resolve();
+  const timer = setInterval(() => {
+    compacting = now()
+      .then((r) => logger.info({ ...r }, 'history compacted'))
+      .catch((err: unknown) => logger.error({ err: (err as Error).message }, 'history compaction failed'));
+  }, COMPACTION_EVERY_MS);
+  timer.unref();
+  compacting = now().catch((err: unknown) => logger.error({ err: (err as Error).message }, 'history compaction failed'));
+  return {
+    now,
+    async stop() {
+      clearInterval(timer);
+      await compacting;
     },
   };
 }

@@ -51,35 +51,100 @@ async function parquet(store: HistoryStore, sql: string): Promise<Buffer> {
   }
 }
 
+type Reply = { header(k: string, v: string): unknown };
+type SeriesRange = { store: HistoryStore; ref: { source: string; pair: string; model: string }; from: number; to: number; intervalS: number };
+
+/**
+ * Validated range and key of a series query, at most `max` rows of `perInterval` each.
+ * @throws ApiError 400 (bad pair, from > to, too many rows: the message says how to narrow), 404 (no store)
+ */
+function resolveRange(markets: Markets, q: z.infer<typeof HistoryRangeQuery>, perInterval: number, max: number, what: string, narrow: string): SeriesRange {
+  const errs = new DetailCollector();
+  const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
+  errs.throwIfAny('query');
+  const now = markets.live.clock.now();
+  const to = q.to ?? now;
+  const from = q.from ?? to - 86400;
+  if (from > to) throw badRequest('from must be <= to', [{ path: 'from', message: 'Must be <= to' }]);
+  const intervalS = HISTORY_INTERVALS_S[q.interval];
+  const approx = Math.floor((to - from) / intervalS + 1) * perInterval;
+  if (approx > max) throw badRequest(`the range holds up to ${approx} ${what}, more than ${max}: ${narrow}`, [{ path: 'from', message: `At most ${max} ${what}` }]);
+  const store = markets.storeFor(Math.min(from, now));
+  const ref = { source: r!.source, pair: `${r!.pair.base}/${r!.pair.quote}`, model: q.volatilityModel };
+  return { store, ref, from, to, intervalS };
+}
+
+/** Content type and file name of a series answer in `format`. */
+function sendAs(reply: Reply, format: string, name: string): void {
+  if (format === 'csv') reply.header('content-type', 'text/csv; charset=utf-8');
+  if (format === 'parquet') reply.header('content-type', 'application/vnd.apache.parquet');
+  if (format !== 'json') reply.header('content-disposition', `attachment; filename="${name}.${format}"`);
+}
+
+const IV_FIELDS = ['observationTimestamp', 'sequence', 'constMat', 'expirationTimestamp', 'atmVol', 'delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly'] as const;
+const IV_COLUMNS = ['observation_timestamp', 'sequence', 'const_mat', 'expiry', 'atm_vol', 'delta25_skew', 'delta10_skew', 'delta25_bfly', 'delta10_bfly'];
+const IV_ORDER = `ORDER BY observation_timestamp, array_position([${IV_SUMMARY_CONST_MATS.map((l) => `'${l}'`).join(',')}], const_mat)`;
+
+/**
+ * The iVSummary series answer in `format`. The rows become text inside DuckDB (its JSON and number formatting are
+ * shortest round-trip, like JS): tens of thousands of points never become JS objects (test/history/asOf.test.ts
+ * compares them with the store's doubles).
+ */
+async function ivSeriesAnswer(q: z.infer<typeof IvSeriesQuery>, range: SeriesRange, reply: Reply): Promise<string | Buffer> {
+  const { store, ref, from, to, intervalS } = range;
+  const sql = ivSummarySeriesSql(ref, from, to, intervalS, q.constMat ?? null);
+  sendAs(reply, q.format, `ivsummary-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
+  if (q.format === 'parquet') return parquet(store, sql);
+  if (q.format === 'csv') {
+    const line = `concat_ws(',', ${IV_COLUMNS.map((c) => `coalesce(CAST(${c} AS VARCHAR), '')`).join(', ')})`;
+    const text = (await store.query(`SELECT coalesce(string_agg(${line}, chr(10) ${IV_ORDER}), '') AS t FROM (${sql})`))[0]!.t as string;
+    return `${IV_FIELDS.join(',')}\n${text}${text ? '\n' : ''}`;
+  }
+  // one list of structs turned into JSON at once (the same text as a json_object per row joined by string_agg, for
+  // less CPU)
+  const struct = `struct_pack(${IV_FIELDS.map((f, i) => `"${f}" := ${IV_COLUMNS[i]}`).join(', ')})`;
+  const points = (await store.query(`SELECT coalesce(to_json(list(${struct} ${IV_ORDER}))::VARCHAR, '[]') AS j FROM (${sql})`))[0]!.j as string;
+  reply.header('content-type', 'application/json; charset=utf-8');
+  const head = { source: q.source, baseCurrency: q.baseCurrency, quoteCurrency: q.quoteCurrency, volatilityModel: q.volatilityModel, interval: q.interval, from, to };
+  return `${JSON.stringify(head).slice(0, -1)},"points":${points}}`;
+}
+
+/** The surface series answer in `format`: JSON documents, or one row per (surface, expiry) as CSV or Parquet. */
+async function surfaceSeriesAnswer(q: z.infer<typeof HistoryRangeQuery>, range: SeriesRange, reply: Reply): Promise<object | string | Buffer> {
+  const { store, ref, from, to, intervalS } = range;
+  const docs = await surfaceSeries(store, ref, from, to, intervalS, MAX_SURFACES);
+  sendAs(reply, q.format, `surface-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
+  if (q.format === 'json') {
+    return {
+      source: q.source,
+      baseCurrency: q.baseCurrency,
+      quoteCurrency: q.quoteCurrency,
+      volatilityModel: q.volatilityModel,
+      interval: q.interval,
+      from,
+      to,
+      surfaces: docs.map((d) => ({
+        observationTimestamp: d.observationTimestamp,
+        sequence: d.sequence,
+        spotPrice: d.spot,
+        expiries: d.expiries.map((e) => ({ expirationTimestamp: e.expirationTimestamp, T: e.T, forwardPrice: e.forward, parameters: e.parameters })),
+      })),
+    };
+  }
+  const names = [...new Set(docs.flatMap((d) => d.expiries.flatMap((e) => Object.keys(e.parameters))))];
+  const header = ['observationTimestamp', 'sequence', 'spotPrice', 'expirationTimestamp', 'T', 'forwardPrice', ...names];
+  const rows = docs.flatMap((d) => d.expiries.map((e) => [d.observationTimestamp, d.sequence, d.spot, e.expirationTimestamp, e.T, e.forward, ...names.map((n) => e.parameters[n] ?? null)]));
+  if (q.format === 'csv') return csv(header, rows);
+  // Parquet: the same rows through DuckDB (a VALUES table of the rows read above)
+  if (rows.length === 0) return parquet(store, `SELECT ${header.map((h) => `NULL::DOUBLE AS "${h}"`).join(', ')} WHERE false`);
+  const lit = (v: unknown): string => (v === null ? 'NULL' : `'${String(v)}'::DOUBLE`);
+  return parquet(store, `SELECT * FROM (VALUES ${rows.map((r) => `(${r.map(lit).join(',')})`).join(',')}) t(${header.map((h) => `"${h}"`).join(', ')})`);
+}
+
 /** The series routes (module docstring) over `markets` (its history store; 404 without one). */
 export const historyRoutes =
   (markets: Markets): FastifyPluginAsyncZod =>
   async (app) => {
-    /**
-     * Validated range and key of a series query, at most `max` rows of `perInterval` each.
-     * @throws ApiError 400 (bad pair, from > to, too many rows: the message says how to narrow), 404 (no store)
-     */
-    const resolve = (q: z.infer<typeof HistoryRangeQuery>, perInterval: number, max: number, what: string, narrow: string) => {
-      const errs = new DetailCollector();
-      const r = resolvePair(errs, '', q.source, q.baseCurrency, q.quoteCurrency);
-      errs.throwIfAny('query');
-      const now = markets.live.clock.now();
-      const to = q.to ?? now;
-      const from = q.from ?? to - 86400;
-      if (from > to) throw badRequest('from must be <= to', [{ path: 'from', message: 'Must be <= to' }]);
-      const intervalS = HISTORY_INTERVALS_S[q.interval];
-      const approx = Math.floor((to - from) / intervalS + 1) * perInterval;
-      if (approx > max) throw badRequest(`the range holds up to ${approx} ${what}, more than ${max}: ${narrow}`, [{ path: 'from', message: `At most ${max} ${what}` }]);
-      const store = markets.storeFor(Math.min(from, now));
-      const ref = { source: r!.source, pair: `${r!.pair.base}/${r!.pair.quote}`, model: q.volatilityModel };
-      return { store, ref, from, to, intervalS };
-    };
-    const send = (reply: { header(k: string, v: string): unknown }, format: string, name: string): void => {
-      if (format === 'csv') reply.header('content-type', 'text/csv; charset=utf-8');
-      if (format === 'parquet') reply.header('content-type', 'application/vnd.apache.parquet');
-      if (format !== 'json') reply.header('content-disposition', `attachment; filename="${name}.${format}"`);
-    };
-
     app.get(
       '/api/v1/global/data/iVSummary/history',
       {
@@ -91,27 +156,8 @@ export const historyRoutes =
       async (req, reply) => {
         const q = req.query;
         const perInterval = q.constMat ? 1 : IV_SUMMARY_CONST_MATS.length;
-        const { store, ref, from, to, intervalS } = resolve(q, perInterval, MAX_SERIES_ROWS, 'rows', 'shorten [from, to], take a coarser interval or name one constMat');
-        const sql = ivSummarySeriesSql(ref, from, to, intervalS, q.constMat ?? null);
-        send(reply, q.format, `ivsummary-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
-        if (q.format === 'parquet') return parquet(store, sql);
-        // the rows become text inside DuckDB (its JSON and number formatting are shortest round-trip, like JS): tens of
-        // thousands of points never become JS objects (test/history/asOf.test.ts compares them with the store's doubles)
-        const fields = ['observationTimestamp', 'sequence', 'constMat', 'expirationTimestamp', 'atmVol', 'delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly'] as const;
-        const cols = ['observation_timestamp', 'sequence', 'const_mat', 'expiry', 'atm_vol', 'delta25_skew', 'delta10_skew', 'delta25_bfly', 'delta10_bfly'];
-        const order = `ORDER BY observation_timestamp, array_position([${IV_SUMMARY_CONST_MATS.map((l) => `'${l}'`).join(',')}], const_mat)`;
-        if (q.format === 'csv') {
-          const line = `concat_ws(',', ${cols.map((c) => `coalesce(CAST(${c} AS VARCHAR), '')`).join(', ')})`;
-          const text = (await store.query(`SELECT coalesce(string_agg(${line}, chr(10) ${order}), '') AS t FROM (${sql})`))[0]!.t as string;
-          return `${fields.join(',')}\n${text}${text ? '\n' : ''}`;
-        }
-        // one list of structs turned into JSON at once (the same text as a json_object per row joined by string_agg,
-        // for less CPU)
-        const struct = `struct_pack(${fields.map((f, i) => `"${f}" := ${cols[i]}`).join(', ')})`;
-        const points = (await store.query(`SELECT coalesce(to_json(list(${struct} ${order}))::VARCHAR, '[]') AS j FROM (${sql})`))[0]!.j as string;
-        reply.header('content-type', 'application/json; charset=utf-8');
-        const head = { source: q.source, baseCurrency: q.baseCurrency, quoteCurrency: q.quoteCurrency, volatilityModel: q.volatilityModel, interval: q.interval, from, to };
-        return `${JSON.stringify(head).slice(0, -1)},"points":${points}}`;
+        const range = resolveRange(markets, q, perInterval, MAX_SERIES_ROWS, 'rows', 'shorten [from, to], take a coarser interval or name one constMat');
+        return ivSeriesAnswer(q, range, reply);
       },
     );
 
@@ -123,36 +169,6 @@ export const historyRoutes =
           querystring: HistoryRangeQuery,
         },
       },
-      async (req, reply) => {
-        const q = req.query;
-        const { store, ref, from, to, intervalS } = resolve(q, 1, MAX_SURFACES, 'surfaces', 'shorten [from, to] or take a coarser interval');
-        const docs = await surfaceSeries(store, ref, from, to, intervalS, MAX_SURFACES);
-        send(reply, q.format, `surface-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
-        if (q.format === 'json') {
-          return {
-            source: q.source,
-            baseCurrency: q.baseCurrency,
-            quoteCurrency: q.quoteCurrency,
-            volatilityModel: q.volatilityModel,
-            interval: q.interval,
-            from,
-            to,
-            surfaces: docs.map((d) => ({
-              observationTimestamp: d.observationTimestamp,
-              sequence: d.sequence,
-              spotPrice: d.spot,
-              expiries: d.expiries.map((e) => ({ expirationTimestamp: e.expirationTimestamp, T: e.T, forwardPrice: e.forward, parameters: e.parameters })),
-            })),
-          };
-        }
-        const names = [...new Set(docs.flatMap((d) => d.expiries.flatMap((e) => Object.keys(e.parameters))))];
-        const header = ['observationTimestamp', 'sequence', 'spotPrice', 'expirationTimestamp', 'T', 'forwardPrice', ...names];
-        const rows = docs.flatMap((d) => d.expiries.map((e) => [d.observationTimestamp, d.sequence, d.spot, e.expirationTimestamp, e.T, e.forward, ...names.map((n) => e.parameters[n] ?? null)]));
-        if (q.format === 'csv') return csv(header, rows);
-        // Parquet: the same rows through DuckDB (a VALUES table of the rows read above)
-        if (rows.length === 0) return parquet(store, `SELECT ${header.map((h) => `NULL::DOUBLE AS "${h}"`).join(', ')} WHERE false`);
-        const lit = (v: unknown): string => (v === null ? 'NULL' : `'${String(v)}'::DOUBLE`);
-        return parquet(store, `SELECT * FROM (VALUES ${rows.map((r) => `(${r.map(lit).join(',')})`).join(',')}) t(${header.map((h) => `"${h}"`).join(', ')})`);
-      },
+      async (req, reply) => surfaceSeriesAnswer(req.query, resolveRange(markets, req.query, 1, MAX_SURFACES, 'surfaces', 'shorten [from, to] or take a coarser interval'), reply),
     );
   };

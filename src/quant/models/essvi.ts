@@ -201,45 +201,67 @@ export interface EssviCalibrationOptions {
  */
 export function calibrateEssvi(quotes: ReadonlyArray<{ readonly k: number; readonly iv: number }>, T: number, o: EssviCalibrationOptions = {}): EssviCalibration {
   if (!(Number.isFinite(T) && T > 0)) throw new RangeError(`calibrateEssvi: T must be finite > 0, got ${T}`);
-  const q: FitQuote[] = [];
-  quotes.forEach((x, i) => {
-    const w = o.weights ? (o.weights[i] as number) : 1;
-    if (Number.isFinite(x.k) && Number.isFinite(x.iv) && x.iv > 0 && Number.isFinite(w) && w > 0) q.push({ k: x.k, iv: x.iv, w });
-  });
-  if (q.length === 0) throw new RangeError('calibrateEssvi: no valid quote (need finite k and iv > 0)');
-  q.sort((a, b) => a.k - b.k);
+  const q = validQuotes(quotes, o.weights);
   const atmIv = marketAtmIv(q.map((x) => x.k), q.map((x) => x.iv)) ?? q.reduce((b, x) => (Math.abs(x.k) < Math.abs(b.k) ? x : b)).iv;
   const theta0 = atmIv * atmIv * T;
   const cal: CalendarPrior | undefined = o.prior ? { ...o.prior, psi: o.prior.theta * o.prior.phi } : undefined;
   const objective = (p: EssviParams): number => residualsOf(q, T, p).reduce((s, r) => s + r * r, 0);
-
   if (q.length < ESSVI_MIN_QUOTES_FULL) return sparseFit(q, T, theta0, cal, o.prior ?? o.shape, objective);
+  return fullFit(q, T, searchBox(theta0, cal), cal, o.previous, objective);
+}
 
-  // Outer variables x = (rho, u), u = ln(phi / phiMax(rho)) <= 0, on a box every point of which is admissible, so that
-  // the local search never meets an undefined objective. Without a prior phiMax = 4 / sqrt(theta_ATM) (the butterfly
-  // bounds then clamp theta). With a prior (calendar): theta is admissible at (rho, phi) iff
-  // psiMin(rho) = psi1 max((1 + rho1)/(1 + rho), (1 - rho1)/(1 - rho)) satisfies psiMin (1 + |rho|) < 4 (the rho box,
-  // an interval around rho1 found by bisection) and phi <= phiMax(rho) = min(phi1, 4 / ((1 + |rho|) psiMin(rho))).
+/**
+ * The quotes a fit uses, by k: finite k, iv > 0 and a finite positive weight (`weights[i]`, default 1).
+ * @throws RangeError when none is left
+ */
+function validQuotes(quotes: ReadonlyArray<{ readonly k: number; readonly iv: number }>, weights: ArrayLike<number> | undefined): FitQuote[] {
+  const q: FitQuote[] = [];
+  quotes.forEach((x, i) => {
+    const w = weights ? (weights[i] as number) : 1;
+    if (Number.isFinite(x.k) && Number.isFinite(x.iv) && x.iv > 0 && Number.isFinite(w) && w > 0) q.push({ k: x.k, iv: x.iv, w });
+  });
+  if (q.length === 0) throw new RangeError('calibrateEssvi: no valid quote (need finite k and iv > 0)');
+  return q.sort((a, b) => a.k - b.k);
+}
+
+/** The full fit's search box in (rho, u = ln(phi / phiMax(rho))): see {@link searchBox}. */
+interface SearchBox {
+  readonly rhoLo: number;
+  readonly rhoHi: number;
+  readonly theta0: number;
+  /** The largest admissible phi at rho. */
+  phiMax(rho: number): number;
+}
+
+/**
+ * Outer variables x = (rho, u), u = ln(phi / phiMax(rho)) <= 0, on a box every point of which is admissible, so that
+ * the local search never meets an undefined objective. Without a prior phiMax = 4 / sqrt(theta_ATM) (the butterfly
+ * bounds then clamp theta). With a prior (calendar): theta is admissible at (rho, phi) iff
+ * psiMin(rho) = psi1 max((1 + rho1)/(1 + rho), (1 - rho1)/(1 - rho)) satisfies psiMin (1 + |rho|) < 4 (the rho box,
+ * an interval around rho1 found by bisection) and phi <= phiMax(rho) = min(phi1, 4 / ((1 + |rho|) psiMin(rho))).
+ */
+function searchBox(theta0: number, cal: CalendarPrior | undefined): SearchBox {
   const psiMin = (rho: number): number => (cal ? cal.psi * Math.max((1 + cal.rho) / (1 + rho), (1 - cal.rho) / (1 - rho)) : 0);
   const phiMax = (rho: number): number => (cal ? Math.min(cal.phi, (4 * (1 - 1e-9)) / ((1 + Math.abs(rho)) * psiMin(rho))) : 4 / Math.sqrt(theta0));
-  let rhoLo = -ESSVI_MAX_ABS_RHO;
-  let rhoHi = ESSVI_MAX_ABS_RHO;
-  if (cal) {
-    const ok = (rho: number): boolean => psiMin(rho) * (1 + Math.abs(rho)) < 4 * (1 - 1e-6);
-    const edge = (to: number): number => {
-      if (ok(to)) return to;
-      let inside = cal.rho;
-      let outside = to;
-      for (let i = 0; i < 60; i++) {
-        const mid = 0.5 * (inside + outside);
-        if (ok(mid)) inside = mid;
-        else outside = mid;
-      }
-      return inside;
-    };
-    rhoLo = edge(-ESSVI_MAX_ABS_RHO);
-    rhoHi = edge(ESSVI_MAX_ABS_RHO);
-  }
+  if (!cal) return { rhoLo: -ESSVI_MAX_ABS_RHO, rhoHi: ESSVI_MAX_ABS_RHO, theta0, phiMax };
+  const ok = (rho: number): boolean => psiMin(rho) * (1 + Math.abs(rho)) < 4 * (1 - 1e-6);
+  const edge = (to: number): number => {
+    if (ok(to)) return to;
+    let inside = cal.rho;
+    let outside = to;
+    for (let i = 0; i < 60; i++) {
+      const mid = 0.5 * (inside + outside);
+      if (ok(mid)) inside = mid;
+      else outside = mid;
+    }
+    return inside;
+  };
+  return { rhoLo: edge(-ESSVI_MAX_ABS_RHO), rhoHi: edge(ESSVI_MAX_ABS_RHO), theta0, phiMax };
+}
+
+/** The full (3-parameter) mode of {@link calibrateEssvi}: projected Levenberg-Marquardt over `box` from several starts. */
+function fullFit(q: readonly FitQuote[], T: number, box: SearchBox, cal: CalendarPrior | undefined, previous: EssviParams | undefined, objective: (p: EssviParams) => number): EssviCalibration {
+  const { rhoLo, rhoHi, theta0, phiMax } = box;
   const U_MIN = -Math.log(1e6);
   const lower = [rhoLo, U_MIN];
   const upper = [rhoHi, 0];
@@ -270,7 +292,7 @@ export function calibrateEssvi(quotes: ReadonlyArray<{ readonly k: number; reado
     }
   }
   const starts = gridLocalMinima(grid, 10, 3).filter((x) => at(x) !== null);
-  if (o.previous) starts.push(toX(o.previous.rho, o.previous.phi));
+  if (previous) starts.push(toX(previous.rho, previous.phi));
   if (cal) starts.push(toX(cal.rho, cal.phi));
   // Forward differences that step inwards at an upper bound: a step beyond phiMax or the rho box has no admissible
   // theta (the default forward difference then loses that column and the search stays on the bound).
