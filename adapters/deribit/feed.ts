@@ -1,21 +1,16 @@
 /**
- * DeribitFeed: the Deribit API v2 JSON-RPC WebSocket feed (live, or the simulator: only the URL differs),
- * an {@link ExchangeFeed} (adapters/shared/exchangeFeed.ts) driven by the description below.
- *
- * Every socket's setup, in this order (docs.deribit.com; README.md beside this file):
- * 1. `public/set_heartbeat {interval}` (>= 10 s); every `heartbeat` `test_request` is answered with `public/test`;
- * 2. first socket: `public/get_instruments {currency, kind: option|future, expired: false}` for BTC, ETH and USDC
- *    (paced, 1 request/s) -> InstrumentDefinition events of the configured pairs;
- * 3. `public/subscribe` in batches of `subscribeBatchSize` (paced): `deribit_price_index.{index}` per pair, then
- *    `ticker.{instrument}.{tickerInterval}` per live instrument; on a reconnect at once from the known
- *    instruments (expired ones left out), the listing then re-read in the background, every definition
- *    announced again, new instruments subscribed, delisted ones unsubscribed;
- * 4. `public/get_funding_rate_history` of each perpetual over `fundingLookbackS` -> FundingRate events.
- * A failed setup request (error answer, timeout) reconnects. A perpetual ticker crossing a UTC hour fetches the
- * hour just settled (retried until published). Too-many-requests answers (10028) are retried after a wait.
+ * DeribitFeed: the Deribit API v2 JSON-RPC WebSocket feed (live, or the simulator: only the URL differs), an
+ * {@link ExchangeFeed} (adapters/shared/exchangeFeed.ts) driven by the description below. Each socket's setup
+ * (docs.deribit.com; README.md beside this file): `public/set_heartbeat` (>= 10 s; `test_request` answered with
+ * `public/test`); the first time, `public/get_instruments {currency: BTC|ETH|USDC, kind: option|future}` (paced
+ * 1/s) -> InstrumentDefinition events; `public/subscribe` in paced batches: `deribit_price_index.{index}` per pair
+ * and `ticker.{instrument}.{tickerInterval}` per live instrument (on a reconnect at once from the known ones, the
+ * listing then re-read in the background: all announced again, new subscribed, delisted unsubscribed);
+ * `public/get_funding_rate_history` per perpetual over `fundingLookbackS`. A failed setup request reconnects; a
+ * perpetual ticker crossing a UTC hour fetches the hour just settled; 10028 answers are retried after a wait.
  */
 import type { Pair } from '../../src/domain/markets.js';
-import { ExchangeFeed, type ExchangeDescription, type ExchangeFeedOptions, type FeedConnection, type FundingBatch } from '../shared/exchangeFeed.js';
+import { ExchangeFeed, type ExchangeDescription, type ExchangeFeedOptions, type FundingBatch } from '../shared/exchangeFeed.js';
 import { JsonRpcClient } from '../shared/jsonRpc.js';
 import { errorMessage } from '../shared/normalizeKit.js';
 import { indexNameOf, parseInstrumentName, perpetualOf } from './instruments.js';
@@ -43,10 +38,6 @@ export interface DeribitFeedOptions extends ExchangeFeedOptions {
   readonly tickerInterval?: '100ms' | 'agg2' | 'raw';
   /** JSON-RPC request timeout, ms; a setup request that times out forces a reconnect. Default 10 000. */
   readonly requestTimeoutMs?: number;
-  /** Wait between attempts to fetch a just-settled funding hour not yet published, ms. Default 60 000. */
-  readonly fundingRetryMs?: number;
-  /** Attempts to fetch a just-settled funding hour. Default 5. */
-  readonly fundingAttempts?: number;
   /** Spacing, ms: subscribe (default 300), get_instruments (default 1 000); first wait after a 10028 answer, doubled per retry (default 1 000). */
   readonly pacing?: { readonly subscribeMs?: number; readonly getInstrumentsMs?: number; readonly rateLimitRetryMs?: number };
 }
@@ -59,40 +50,13 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
   /** The current socket's client (a task started on an older socket keeps the client it started with). */
   let rpc: JsonRpcClient | undefined;
   const need = (): JsonRpcClient => {
-    if (!rpc) throw new Error('Deribit: not connected');
-    return rpc;
+    if (rpc) return rpc;
+    throw new Error('Deribit: not connected');
   };
-  /** `public/(un)subscribe` in paced batches. */
-  const batches = async (feed: ExchangeFeed, method: string, channels: readonly string[], onDone: (batch: string[], result: unknown) => void): Promise<void> => {
-    const c = need();
-    for (let i = 0; i < channels.length; i += batchSize) {
-      if (i > 0) await feed.timers.sleep(pace.subscribeMs);
-      const batch = channels.slice(i, i + batchSize);
-      onDone(batch, await c.callPaced(method, { channels: batch }));
-    }
-  };
-  const historyParams = (pair: Pair, fromS: number, toS: number): Record<string, unknown> => ({
-    instrument_name: perpetualOf(pair),
-    start_timestamp: Math.round(fromS * 1000),
-    end_timestamp: Math.round(toS * 1000),
-  });
-  const fundingOf = (pair: Pair, result: unknown): FundingBatch => normalizeFundingHistory(result, perpetualOf(pair), pair);
-  /** One socket's setup (module docstring); a failure forces a reconnect of that socket. */
-  const session = async (feed: ExchangeFeed, conn: FeedConnection, client: JsonRpcClient): Promise<void> => {
-    try {
-      await client.call('public/set_heartbeat', { interval: heartbeatS });
-      if (feed.hasListing) {
-        feed.forgetExpired();
-        await feed.assignTopics();
-        feed.logger.info({ source: feed.source, channels: conn.sent.size }, 'Deribit resubscribed from the known instruments; refreshing the listing');
-        void feed.refreshListing(true);
-      } else await feed.loadListing(true);
-      await feed.loadFunding();
-    } catch (e) {
-      if (rpc !== client || feed.isStopped) return;
-      feed.logger.error({ source: feed.source, err: errorMessage(e) }, 'Deribit session setup failed; reconnecting');
-      conn.transport.reconnect(`setup failed: ${errorMessage(e)}`);
-    }
+  /** public/get_funding_rate_history of the pair's perpetual over [fromS, toS] (s); `paced`: retried on 10028. */
+  const history = async (c: JsonRpcClient, pair: Pair, fromS: number, toS: number, paced: boolean): Promise<FundingBatch> => {
+    const params = { instrument_name: perpetualOf(pair), start_timestamp: Math.round(fromS * 1000), end_timestamp: Math.round(toS * 1000) };
+    return normalizeFundingHistory(await (paced ? c.callPaced : c.call).call(c, 'public/get_funding_rate_history', params), perpetualOf(pair), pair);
   };
   return {
     source: 'DERIBIT',
@@ -105,12 +69,13 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
     async sendSubscriptions(feed, conn, toSub, toUnsub) {
       for (const c of toSub) conn.sent.add(c);
       for (const c of toUnsub) conn.sent.delete(c);
-      await batches(feed, 'public/unsubscribe', toUnsub, (b) => b.forEach((c) => confirmed.delete(c)));
-      await batches(feed, 'public/subscribe', toSub, (batch, result) => {
+      const c = need();
+      await c.callInBatches('public/unsubscribe', toUnsub, batchSize, pace.subscribeMs, (b) => b.forEach((x) => confirmed.delete(x)));
+      await c.callInBatches('public/subscribe', toSub, batchSize, pace.subscribeMs, (batch, result) => {
         const ok = SubscribeResultSchema.safeParse(result);
         if (!ok.success) throw new Error('public/subscribe: result is not a list of channels');
         for (const c of ok.data) confirmed.add(c);
-        const missing = batch.filter((c) => !ok.data.includes(c));
+        const missing = batch.filter((x) => !ok.data.includes(x));
         if (missing.length > 0) feed.logger.warn({ source: feed.source, missing: missing.length, example: missing[0] }, 'Deribit did not confirm some channels');
       });
     },
@@ -124,8 +89,8 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
         rateLimitRetryMs: o.pacing?.rateLimitRetryMs ?? 1_000,
         onRateLimited: (method, attempt) => feed.logger.warn({ source: feed.source, method, attempt }, 'Deribit rate limit; retrying'),
       });
-      void session(feed, conn, rpc);
     },
+    handshake: async () => void (await need().call('public/set_heartbeat', { interval: heartbeatS })),
     onClosed(_feed, _conn, reason) {
       confirmed.clear();
       rpc?.rejectAll(reason);
@@ -159,9 +124,9 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
     async *fundingHistory(feed, windowS) {
       const c = need();
       const endS = Math.floor(feed.clock.now() * 1000) / 1000;
-      for (const p of feed.pairs) yield fundingOf(p, await c.callPaced('public/get_funding_rate_history', historyParams(p, endS - windowS, endS)));
+      for (const p of feed.pairs) yield await history(c, p, endS - windowS, endS, true);
     },
-    settledFunding: async (_feed, _id, pair, boundaryS) => fundingOf(pair, await need().call('public/get_funding_rate_history', historyParams(pair, boundaryS - 2 * 3600, boundaryS))),
+    settledFunding: async (_feed, _id, pair, boundaryS) => history(need(), pair, boundaryS - 2 * 3600, boundaryS, false),
   };
 }
 

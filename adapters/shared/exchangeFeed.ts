@@ -50,6 +50,10 @@ export interface ExchangeFeedOptions {
   readonly instrumentRefreshMs?: number;
   /** Funding history bootstrap window, s. Default 7 days. */
   readonly fundingLookbackS?: number;
+  /** Exchanges that fetch the hour just settled (Deribit): wait between attempts while it is not published, ms. Default 60 000. */
+  readonly fundingRetryMs?: number;
+  /** Exchanges that fetch the hour just settled: attempts. Default 5. */
+  readonly fundingAttempts?: number;
   /** pino-like logger. Default silent. */
   readonly logger?: Logger;
   /** Clock for receive times, status timestamps and the funding window (Unix s). Default wall clock. */
@@ -94,6 +98,8 @@ export interface StreamDescription {
   readonly warnChars?: number;
   /** Re-read `fundingCatchUpS` of funding history when a socket of this stream reconnects. */
   readonly catchUpOnReconnect?: boolean;
+  /** Subscribe/unsubscribe frames allowed per socket per rolling hour (OKX: 480); a frame over it waits. */
+  readonly requestsPerHour?: number;
 }
 
 /** One socket of an {@link ExchangeFeed}, with the topics it should carry and those it was sent. */
@@ -107,6 +113,8 @@ export interface FeedConnection {
   readonly sent: Set<string>;
   /** Characters of `desired`. */
   chars: number;
+  /** Send times (ms, wall clock) of subscribe/unsubscribe frames on the current socket. */
+  requestTimes: number[];
   /** The open socket; undefined between sockets. */
   ctx: OpenContext | undefined;
   open: boolean;
@@ -144,15 +152,31 @@ export interface ExchangeDescription {
   readonly streams: readonly StreamDescription[];
   /** REST client settings, when the listing or funding history comes over REST. */
   readonly rest?: RestDescription;
-  /** The listing is read on a socket (Deribit JSON-RPC): the periodic refresh waits for an open socket. */
+  /**
+   * The listing and funding are read on the socket (Deribit JSON-RPC). Each socket then runs a session: the
+   * {@link handshake}; the first time the listing (every definition announced), later an immediate
+   * resubscription from the known instruments (expired ones left out) with the listing re-read in the
+   * background (all announced again); then the funding history. A failed session reconnects its socket.
+   * The periodic refresh waits for an open socket.
+   */
   readonly listingOnSocket?: boolean;
+  /** The first requests of a `listingOnSocket` session (Deribit: public/set_heartbeat). */
+  handshake?(feed: ExchangeFeed, conn: FeedConnection): Promise<void>;
   /** Run the REST bootstrap (listing, then funding history) at start(). */
   readonly restBootstrap?: boolean;
   /** Topics wanted now, by stream key, in subscription order. */
   topics(feed: ExchangeFeed): ReadonlyMap<string, readonly string[]>;
-  /** Send the subscribe/unsubscribe requests for `toSub`/`toUnsub` on `conn`, updating `conn.sent`. */
-  sendSubscriptions(feed: ExchangeFeed, conn: FeedConnection, toSub: readonly string[], toUnsub: readonly string[]): void | Promise<void>;
-  /** A socket opened (`conn.sent` cleared). Default: sync its subscriptions. */
+  /**
+   * The subscribe message builder: the frames that (un)subscribe `topics`, each with the topics it carries.
+   * The feed sends them in order (subscribe first, or unsubscribe first with `unsubscribeFirst`), within the
+   * stream's `requestsPerHour`, and keeps `sent` up to date.
+   */
+  subscribeFrames?(op: 'subscribe' | 'unsubscribe', topics: readonly string[]): Array<{ readonly frame: string; readonly topics: readonly string[] }>;
+  /** Send unsubscribe frames before subscribe frames. */
+  readonly unsubscribeFirst?: boolean;
+  /** Instead of frames: send the requests for `toSub`/`toUnsub` on `conn` and update `conn.sent` (Deribit's answered JSON-RPC). */
+  sendSubscriptions?(feed: ExchangeFeed, conn: FeedConnection, toSub: readonly string[], toUnsub: readonly string[]): Promise<void>;
+  /** A socket opened (`conn.sent` cleared), before its subscriptions are synced (or its session runs). */
   onOpen?(feed: ExchangeFeed, conn: FeedConnection): void;
   /** A socket closed (or stop()). */
   onClosed?(feed: ExchangeFeed, conn: FeedConnection, reason: string): void;
@@ -188,6 +212,8 @@ export interface ExchangeFeedSettings {
   readonly fundingAttempts: number;
 }
 
+const HOUR_MS = 3_600_000;
+
 function samePair(a: Pair, b: Pair): boolean {
   return a.base === b.base && a.quote === b.quote;
 }
@@ -215,6 +241,8 @@ export class ExchangeFeed implements MarketFeed {
   private readonly fundingSeen = new Map<string, Set<number>>();
   private readonly perpHour = new Map<string, number>();
   private listingLoaded = false;
+  private deferredSync: NodeJS.Timeout | undefined;
+  private pongCount = 0;
   private started = false;
   private stopped = false;
   private statusConnected = false;
@@ -272,6 +300,7 @@ export class ExchangeFeed implements MarketFeed {
     this.stopped = true;
     this.rest?.close();
     this.timers.close();
+    clearTimeout(this.deferredSync);
     for (const c of this.conns) this.description.onClosed?.(this, c, 'stopped');
     this.setStatus(false, 'stopped');
     await Promise.all(this.conns.map((c) => c.transport.stop()));
@@ -295,6 +324,22 @@ export class ExchangeFeed implements MarketFeed {
     return this.conns;
   }
 
+  /** Count one answer to the client heartbeat (descriptions call it). */
+  notePong(): void {
+    this.pongCount += 1;
+  }
+
+  /** Client heartbeat frames sent over every socket, and the answers counted by {@link notePong}. */
+  heartbeats(): { pingsSent: number; pongs: number } {
+    return { pingsSent: this.conns.reduce((n, c) => n + c.transport.heartbeatsSent, 0), pongs: this.pongCount };
+  }
+
+  /** Subscribe/unsubscribe frames sent on `conn`'s current socket within the last hour. */
+  requestsLastHour(conn: FeedConnection): number {
+    const now = Date.now();
+    return conn.requestTimes.filter((t) => t > now - HOUR_MS).length;
+  }
+
   // ---------------------------------------------------------------- sockets and subscriptions
 
   private newConn(stream: StreamDescription): FeedConnection {
@@ -308,7 +353,7 @@ export class ExchangeFeed implements MarketFeed {
       ...(stream.heartbeat ? { heartbeat: stream.heartbeat } : {}),
       onOpen: (ctx) => this.onOpen(conn, ctx),
     });
-    const conn: FeedConnection = { name, stream, transport, desired: new Set(), sent: new Set(), chars: 0, ctx: undefined, open: false };
+    const conn: FeedConnection = { name, stream, transport, desired: new Set(), sent: new Set(), chars: 0, requestTimes: [], ctx: undefined, open: false };
     this.conns.push(conn);
     this.subs.push(transport.messages$.subscribe((t) => this.onFrame(t, conn)));
     this.subs.push(transport.states$.subscribe((s) => this.onState(conn, s)));
@@ -319,9 +364,28 @@ export class ExchangeFeed implements MarketFeed {
   private onOpen(conn: FeedConnection, ctx: OpenContext): void {
     conn.ctx = ctx;
     conn.sent.clear();
-    if (this.description.onOpen) this.description.onOpen(this, conn);
-    else void this.assignTopics();
+    conn.requestTimes = [];
+    this.description.onOpen?.(this, conn);
+    void (this.description.listingOnSocket ? this.session(conn, ctx) : this.assignTopics());
     if (conn.stream.catchUpOnReconnect && ctx.connectionId > 1 && this.listingLoaded) void this.loadFundingLogged(this.settings.fundingCatchUpS, 'funding catch-up failed');
+  }
+
+  /** A `listingOnSocket` socket's session (see {@link ExchangeDescription.listingOnSocket}). */
+  private async session(conn: FeedConnection, ctx: OpenContext): Promise<void> {
+    try {
+      await this.description.handshake?.(this, conn);
+      if (this.listingLoaded) {
+        this.forgetExpired();
+        await this.assignTopics();
+        this.logger.info({ source: this.source, channels: conn.sent.size }, `${this.source} resubscribed from the known instruments; refreshing the listing`);
+        void this.refreshListing(true);
+      } else await this.loadListing(true);
+      await this.loadFunding();
+    } catch (e) {
+      if (conn.ctx !== ctx || this.stopped) return;
+      this.logger.error({ source: this.source, err: errorMessage(e) }, `${this.source} session setup failed; reconnecting`);
+      conn.transport.reconnect(`setup failed: ${errorMessage(e)}`);
+    }
   }
 
   private onState(conn: FeedConnection, s: TransportStateChange): void {
@@ -332,6 +396,9 @@ export class ExchangeFeed implements MarketFeed {
       conn.open = false;
       conn.ctx = undefined;
       conn.sent.clear();
+      conn.requestTimes = [];
+      clearTimeout(this.deferredSync);
+      this.deferredSync = undefined;
       const reason = s.reason ?? 'closed';
       this.description.onClosed?.(this, conn, reason);
       this.setStatus(false, this.description.streams.length > 1 ? `${conn.name}: ${reason}` : reason);
@@ -352,7 +419,38 @@ export class ExchangeFeed implements MarketFeed {
     const toSub = [...conn.desired].filter((t) => !conn.sent.has(t));
     const toUnsub = [...conn.sent].filter((t) => !conn.desired.has(t));
     if (toSub.length === 0 && toUnsub.length === 0) return Promise.resolve();
-    return Promise.resolve(this.description.sendSubscriptions(this, conn, toSub, toUnsub));
+    if (this.description.sendSubscriptions) return this.description.sendSubscriptions(this, conn, toSub, toUnsub);
+    const steps = [['subscribe', toSub] as const, ['unsubscribe', toUnsub] as const];
+    for (const [op, topics] of this.description.unsubscribeFirst ? steps.reverse() : steps) {
+      if (topics.length > 0 && !this.sendFrames(conn, op, topics)) break;
+    }
+    return Promise.resolve();
+  }
+
+  /** Send the frames of one op; false when the socket went or the hourly budget is spent (a later sync is scheduled). */
+  private sendFrames(conn: FeedConnection, op: 'subscribe' | 'unsubscribe', topics: readonly string[]): boolean {
+    const perHour = conn.stream.requestsPerHour ?? Infinity;
+    for (const f of this.description.subscribeFrames?.(op, topics) ?? []) {
+      const nowMs = Date.now();
+      conn.requestTimes = conn.requestTimes.filter((t) => t > nowMs - HOUR_MS);
+      if (conn.requestTimes.length >= perHour) {
+        this.syncLater((conn.requestTimes[0] ?? nowMs) + HOUR_MS - nowMs, perHour);
+        return false;
+      }
+      if (!conn.ctx?.send(f.frame)) return false;
+      if (perHour !== Infinity) conn.requestTimes.push(nowMs);
+      for (const t of f.topics) conn.sent[op === 'subscribe' ? 'add' : 'delete'](t);
+    }
+    return true;
+  }
+
+  private syncLater(ms: number, perHour: number): void {
+    if (this.deferredSync || this.stopped) return;
+    this.logger.warn({ source: this.source, waitMs: Math.round(ms), perHour }, `${this.source} subscribe budget exhausted on this connection; deferring`);
+    this.deferredSync = setTimeout(() => {
+      this.deferredSync = undefined;
+      void this.assignTopics();
+    }, Math.max(10, ms));
   }
 
   /** Put the description's topics on the sockets (sharded streams: first socket with room), then sync every socket. */

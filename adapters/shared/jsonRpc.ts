@@ -89,6 +89,18 @@ export class JsonRpcClient {
   }
 
   /**
+   * `method` with `{channels: batch}` for each batch of at most `batchSize` items, `pauseMs` apart
+   * ({@link callPaced}); `onResult` sees each batch and its result. Deribit's public/subscribe pacing.
+   */
+  async callInBatches(method: string, items: readonly string[], batchSize: number, pauseMs: number, onResult: (batch: string[], result: unknown) => void): Promise<void> {
+    for (let i = 0; i < items.length; i += batchSize) {
+      if (i > 0) await this.o.timers.sleep(pauseMs);
+      const batch = items.slice(i, i + batchSize);
+      onResult(batch, await this.callPaced(method, { channels: batch }));
+    }
+  }
+
+  /**
    * Routes a parsed frame that is an answer (`result` or `error`, no `method`) to its request. Returns
    * false for any other frame; `'unmatched'` for an answer whose id is not pending.
    */
