@@ -6,7 +6,8 @@
  * process (SIMULATOR_PROCESS=separate, the default) or in this one (`inprocess`, tests), and the real adapters
  * connect to them over real sockets (only the URLs differ from `live`).
  * `live`: the real exchanges' WebSockets and REST. `replay`: recorded JSON Lines files (one per exchange)
- * through the same normalizers, with the messages' own time as the service clock. OKX and Bybit: ./marketSources.ts.
+ * through the same normalizers, with the messages' own time as the service clock. The feeds: one loop over the
+ * registered exchanges (./marketSources.ts `exchangeFeeds`), the same for `simulated` and `live`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -24,7 +25,6 @@ import { startPipelines } from '../streams/pipeline.js';
 import { CalibrationPool, defaultPoolSize } from '../streams/calibrationPool.js';
 import type { SimulatedHistory } from '../adapters/simulator/history.js';
 import type { MarketFeed } from './domain/feeds.js';
-import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
 import type { DeribitSimulator, DeribitSimulatorOptions } from '../adapters/simulator/deribitServer.js';
 import type { OkxSimulator } from '../adapters/simulator/okxServer.js';
@@ -35,7 +35,7 @@ import { startKafkaRole, type KafkaWiring } from './kafka/wiring.js';
 import { buildHealthApp } from './api/healthApp.js';
 import { StreamHub } from './api/stream/hub.js';
 import { streamLimitsFromConfig } from './api/stream/config.js';
-import { liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
+import { exchangeFeeds, replayFeeds, type MarketSourceOverrides } from './marketSources.js';
 import { startHistory, type ServiceHistory } from './history/runtime.js';
 
 /** A running service. */
@@ -75,11 +75,9 @@ export interface RunningService {
 }
 
 /** Test and embedding overrides. */
-export interface ServiceOverrides extends OkxBybitOverrides {
+export interface ServiceOverrides extends MarketSourceOverrides {
   /** Simulator port (default 0 = any free port). */
   readonly simulatorPort?: number;
-  /** Deribit feed options merged over the defaults (heartbeat, silence timeout...). */
-  readonly deribit?: Partial<ConstructorParameters<typeof DeribitFeed>[0]>;
   /**
    * Simulator options merged over the defaults. With SIMULATOR_PROCESS=separate only their plain-data fields
    * (numbers, strings, booleans) reach the simulator process; a `market` or `clock` needs `inprocess`.
@@ -111,11 +109,6 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   const sources = followedSources(config);
   const followed = followedPairs(config);
   const pairsOf = (source: Source): Pair[] => followed.filter((p) => p.source === source).map((p) => p.pair);
-  overrides = {
-    ...overrides,
-    okx: { pairs: pairsOf('OKX'), ...overrides.okx },
-    bybit: { pairs: pairsOf('BYBIT'), ...overrides.bybit },
-  };
   const expected: Array<{ source: Source; pair: Pair }> = replay ? [] : followed;
   const cache = new MarketCache(clock, config.STALE_AFTER_S, expected);
   // The history store records every cache write from here on (a calibrator serves no as-of queries: none there).
@@ -130,6 +123,8 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
   const feeds: MarketFeed[] = [];
   let replayDone: Promise<void> | null = null;
   const feedLogger = logger.child({ component: 'feed' });
+  /** The simulated exchanges' endpoints (simulated); the feeds connect to the configured live URLs otherwise. */
+  let endpoints: SimulatorEndpoints | undefined;
 
   if (config.ROLE === 'api') {
     // No exchange connection: the cache is filled from Kafka.
@@ -143,7 +138,6 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
       simHistory = prepareSimulatedHistory({ seed: overrides.simulator?.seed ?? config.SIM_SEED, hours: config.SIM_HISTORY_HOURS, sources, buildMarket: !separate, clock: clockMs });
     }
     const port = overrides.simulatorPort !== undefined ? { port: overrides.simulatorPort } : {};
-    let endpoints: SimulatorEndpoints;
     if (separate) {
       const { startSimulatorProcess } = await import('../adapters/simulator/processClient.js');
       const opts: SimulatorProcessOptions = {
@@ -173,14 +167,14 @@ export async function startService(config: Config, logger: Logger, overridesIn: 
       endpoints = exchanges.endpoints;
       logger.info({ ...endpoints }, 'simulated exchanges listening in this process');
     }
-    feeds.push(...simulatedFeeds(endpoints, clock, feedLogger, { ...overrides, deribit: { pairs: pairsOf('DERIBIT'), ...overrides.deribit } }));
-  } else if (config.MARKET_SOURCE === 'live') {
-    if (sources.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: pairsOf('DERIBIT'), logger: feedLogger, clock, ...overrides.deribit }));
-    feeds.push(...liveOkxBybitFeeds(config, sources, clock, feedLogger, overrides));
-  } else {
+  } else if (config.MARKET_SOURCE === 'replay') {
     const replays: ReplayFeed[] = replayFeeds(config, clock as MarketClock, feedLogger);
     feeds.push(...replays);
     replayDone = Promise.all(replays.map((f) => f.done)).then(() => undefined);
+  }
+  // one loop over the configured exchanges (src/marketSources.ts EXCHANGE_FEEDS), simulated or live
+  if (config.ROLE !== 'api' && config.MARKET_SOURCE !== 'replay') {
+    feeds.push(...exchangeFeeds(endpoints ? { simulated: endpoints } : { live: config }, sources, { clock, logger: feedLogger, pairsOf }, overrides));
   }
 
   const events$: Observable<MarketEvent> = merge(...feeds.map((f) => f.events$));
