@@ -92,8 +92,7 @@ export class BybitFeed extends ExchangeFeed {
             for (let page = 0, seen = new Set<string>(); page < 50; page++) {
               const body = await feed.rest!.get('/v5/market/instruments-info', { category, baseCoin: p.base, limit: '1000', ...(cursor ? { cursor } : {}) });
               const r = normalizeBybitInstruments(body, feed.clock.now());
-              for (const d of r.dropped) if (d.kind !== BybitDropKinds.unsupportedInstrument && d.kind !== BybitDropKinds.inactive) feed.out.drops.drop(d.kind, d.detail);
-              defs.push(...r.events.filter((d) => d.base === p.base && d.quote === p.quote));
+              defs.push(...feed.countDrops(r, [BybitDropKinds.unsupportedInstrument, BybitDropKinds.inactive]).filter((d) => d.base === p.base && d.quote === p.quote));
               for (const i of r.listing) if (i.instrument.pair.base === p.base && i.instrument.pair.quote === p.quote && (i.instrument.expirationTimestamp ?? Infinity) > now) listed.set(i.instrument.name, i);
               if (!r.nextPageCursor || seen.has(r.nextPageCursor)) break;
               seen.add((cursor = r.nextPageCursor));

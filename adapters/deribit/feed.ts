@@ -47,7 +47,7 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
   const heartbeatS = Math.max(DERIBIT_MIN_HEARTBEAT_S, Math.ceil(o.heartbeatIntervalS ?? 15));
   const batchSize = Math.max(1, Math.floor(o.subscribeBatchSize ?? 200));
   const pace = { subscribeMs: o.pacing?.subscribeMs ?? 300, instrumentsMs: o.pacing?.getInstrumentsMs ?? 1_000 };
-  /** The current socket's client (a task started on an older socket keeps the client it started with). */
+  /** The current socket's client (a task keeps the client it started with). */
   let rpc: JsonRpcClient | undefined;
   const need = (): JsonRpcClient => {
     if (rpc) return rpc;
@@ -62,13 +62,9 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
     source: 'DERIBIT',
     listingOnSocket: true,
     streams: [{ key: 'ws', eager: true, url: o.url ?? DERIBIT_WS_URL, name: () => 'DERIBIT', silenceTimeoutMs: o.silenceTimeoutMs ?? 3 * heartbeatS * 1000 }],
-    topics: (feed) => {
-      const tickers = [...feed.instruments.keys()].map((n) => `ticker.${n}.${o.tickerInterval ?? '100ms'}`);
-      return new Map([['ws', [...feed.pairs.map((p) => `deribit_price_index.${indexNameOf(p)}`), ...tickers]]]);
-    },
+    topics: (feed) => new Map([['ws', [...feed.pairs.map((p) => `deribit_price_index.${indexNameOf(p)}`), ...[...feed.instruments.keys()].map((n) => `ticker.${n}.${o.tickerInterval ?? '100ms'}`)]]]),
     async sendSubscriptions(feed, conn, toSub, toUnsub) {
-      for (const c of toSub) conn.sent.add(c);
-      for (const c of toUnsub) conn.sent.delete(c);
+      toSub.forEach((t) => conn.sent.add(t)), toUnsub.forEach((t) => conn.sent.delete(t));
       const c = need();
       await c.callInBatches('public/unsubscribe', toUnsub, batchSize, pace.subscribeMs, (b) => b.forEach((x) => confirmed.delete(x)));
       await c.callInBatches('public/subscribe', toSub, batchSize, pace.subscribeMs, (batch, result) => {
@@ -116,8 +112,7 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
       for (const [i, [currency, kind]] of currencies.flatMap((x) => [[x, 'option'], [x, 'future']] as const).entries()) {
         if (i > 0) await feed.timers.sleep(pace.instrumentsMs);
         const r = normalizeInstrumentList(await c.callPaced('public/get_instruments', { currency, kind, expired: false }), feed.clock.now());
-        for (const d of r.dropped) if (d.kind !== DropKinds.combo && d.kind !== DropKinds.unsupportedInstrument && d.kind !== DropKinds.inactive) feed.out.drops.drop(d.kind, d.detail);
-        out.push(...r.events.filter((d) => parseInstrumentName(d.instrument).ok));
+        out.push(...feed.countDrops(r, [DropKinds.combo, DropKinds.unsupportedInstrument, DropKinds.inactive]).filter((d) => parseInstrumentName(d.instrument).ok));
       }
       return out;
     },

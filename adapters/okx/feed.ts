@@ -1,18 +1,13 @@
 /**
  * OkxFeed: the OKX API v5 public feed (live, or the simulator: only the URLs differ), an {@link ExchangeFeed}
  * (adapters/shared/exchangeFeed.ts) driven by the description below.
- *
- * - REST (`baseUrl`, paced; OKX: 20 requests / 2 s): GET /api/v5/public/instruments for instType OPTION, FUTURES
- *   and SWAP of each family (`BTC-USD`, `ETH-USD`) -> InstrumentDefinition events; GET
- *   /api/v5/public/funding-rate-history of each swap, paged back with `after` -> FundingRate events.
- * - WebSocket (`url`, one socket): `opt-summary` and `index-tickers` per family, `mark-price`, `tickers` and
- *   `funding-rate` of the swap, `mark-price` and `tickers` of every listed future. Requests are batched within
- *   64 KB and counted against 480 subscribe/unsubscribe requests per hour per connection: a request over
- *   budget waits for the window (never sent early).
- * - Heartbeat: the text `ping` after `pingAfterIdleMs` without inbound frames; OKX answers `pong`.
- * - `event: error` answers are logged (the normalizer counts them); `event: notice` 64008 (service upgrade)
- *   reconnects at once.
- *
+ * - REST (`baseUrl`, paced; OKX: 20 requests / 2 s): GET /api/v5/public/instruments (instType OPTION, FUTURES, SWAP
+ *   of each family `BTC-USD`, `ETH-USD`) -> InstrumentDefinition; GET /api/v5/public/funding-rate-history of each
+ *   swap, paged back with `after` -> FundingRate.
+ * - WebSocket (one socket): `opt-summary` and `index-tickers` per family; `mark-price`, `tickers`, `funding-rate` of
+ *   the swap; `mark-price` and `tickers` of every listed future. Frames within 64 KB, at most 480 subscribe/unsubscribe
+ *   requests per hour per connection (over budget: wait, never send). Heartbeat: text `ping` after `pingAfterIdleMs`
+ *   of silence, answered `pong`. `event: error` logged (the normalizer counts it); `notice` 64008 reconnects.
  * Source: OKX API v5 docs (sections in wire.ts); rules summarised in README.md beside this file.
  */
 import { RestError, pageBackwards } from '../shared/rest.js';
@@ -62,18 +57,10 @@ export class OkxFeed extends ExchangeFeed {
       source: 'OKX',
       restBootstrap: true,
       rest: { baseUrl: OKX_REST_URL, pacingMs: 250, rateLimitStatuses: [429], defaultRetryAfterMs: 1_000, checkBody: checkOkxBody },
-      streams: [
-        {
-          key: 'ws',
-          eager: true,
-          catchUpOnReconnect: true,
-          url: opts.url ?? OKX_WS_URL,
-          name: () => 'OKX',
-          silenceTimeoutMs: pingMs + (opts.pongTimeoutMs ?? 5_000),
-          requestsPerHour: Math.max(1, Math.min(opts.requestsPerHour ?? OKX_REQUESTS_PER_HOUR, OKX_REQUESTS_PER_HOUR)),
-          heartbeat: { intervalMs: pingMs, payload: 'ping', mode: 'idle' },
-        },
-      ],
+      streams: [{
+        key: 'ws', eager: true, catchUpOnReconnect: true, url: opts.url ?? OKX_WS_URL, name: () => 'OKX', silenceTimeoutMs: pingMs + (opts.pongTimeoutMs ?? 5_000),
+        requestsPerHour: Math.max(1, Math.min(opts.requestsPerHour ?? OKX_REQUESTS_PER_HOUR, OKX_REQUESTS_PER_HOUR)), heartbeat: { intervalMs: pingMs, payload: 'ping', mode: 'idle' },
+      }],
       topics: (feed) => new Map([['ws', self().desiredArgs(feed)]]),
       subscribeFrames: (op, keys) => {
         if (op === 'unsubscribe') for (const k of keys) self().acked.delete(k);
@@ -104,8 +91,7 @@ export class OkxFeed extends ExchangeFeed {
         for (const instFamily of feed.pairs.map(familyOf)) {
           for (const instType of ['OPTION', 'FUTURES', 'SWAP'] as const) {
             const r = normalizeOkxInstruments(await feed.rest!.get('/api/v5/public/instruments', { instType, instFamily }), feed.clock.now());
-            for (const d of r.dropped) if (d.kind !== OkxDropKinds.unsupportedInstrument && d.kind !== OkxDropKinds.inactive) feed.out.drops.drop(d.kind, d.detail);
-            defs.push(...r.events);
+            defs.push(...feed.countDrops(r, [OkxDropKinds.unsupportedInstrument, OkxDropKinds.inactive]));
           }
         }
         return defs;
@@ -119,8 +105,8 @@ export class OkxFeed extends ExchangeFeed {
             startMs: sinceMs,
             fetchPage: async (oldestMs) => {
               const q = { instId, limit: String(pageLimit), ...(oldestMs === undefined ? {} : { after: String(oldestMs) }) };
-              const body = (await feed.rest!.get('/api/v5/public/funding-rate-history', q)) as { data?: unknown[] };
-              return Array.isArray(body.data) ? body.data : [];
+              const { data } = (await feed.rest!.get('/api/v5/public/funding-rate-history', q)) as { data?: unknown };
+              return Array.isArray(data) ? data : [];
             },
             timeOf: (x) => Number((x as Record<string, unknown> | null)?.['fundingTime']),
           });
@@ -136,8 +122,7 @@ export class OkxFeed extends ExchangeFeed {
   /** Diagnostics: subscription keys (`channel|id`) sent and acknowledged on the current socket, pings and pongs, requests in the last hour. */
   diagnostics(): { sent: string[]; acked: string[]; pingsSent: number; pongs: number; requestsLastHour: number; indexFallbacks: number } {
     const conn = this.connections()[0];
-    const sent = [...(conn?.sent ?? [])].sort();
-    return { sent, acked: [...this.acked].sort(), ...this.heartbeats(), requestsLastHour: conn ? this.requestsLastHour(conn) : 0, indexFallbacks: this.normalizer.indexFallbacks };
+    return { sent: [...(conn?.sent ?? [])].sort(), acked: [...this.acked].sort(), ...this.heartbeats(), requestsLastHour: conn ? this.requestsLastHour(conn) : 0, indexFallbacks: this.normalizer.indexFallbacks };
   }
 
   /** Every argument wanted on the socket now: the families' and swaps' channels, then each live future's. */

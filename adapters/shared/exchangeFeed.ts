@@ -324,6 +324,12 @@ export class ExchangeFeed implements MarketFeed {
     return this.conns;
   }
 
+  /** Count a normalizer's dropped items, except the `quiet` kinds (expected, e.g. unsupported instruments); returns its events. */
+  countDrops<T>(r: { readonly events: readonly T[]; readonly dropped: ReadonlyArray<{ readonly kind: string; readonly detail: string }> }, quiet: readonly string[] = []): readonly T[] {
+    for (const d of r.dropped) if (!quiet.includes(d.kind)) this.out.drops.drop(d.kind, d.detail);
+    return r.events;
+  }
+
   /** Count one answer to the client heartbeat (descriptions call it). */
   notePong(): void {
     this.pongCount += 1;
@@ -582,7 +588,7 @@ export class ExchangeFeed implements MarketFeed {
 
   /** Emit the points not emitted before; returns the timestamps (s) present per instrument. */
   private emitFunding(b: FundingBatch): Map<string, Set<number>> {
-    for (const d of b.dropped) this.out.drops.drop(d.kind, d.detail);
+    this.countDrops(b);
     const present = new Map<string, Set<number>>();
     for (const ev of b.events) {
       if (b.sinceMs !== undefined && ev.timestamp * 1000 < b.sinceMs) continue;
