@@ -6,7 +6,8 @@
  * process (SIMULATOR_PROCESS=separate, the default) or in this one (`inprocess`, tests), and the real adapters
  * connect to them over real sockets (only the URLs differ from `live`).
  * `live`: the real exchanges' WebSockets and REST. `replay`: recorded JSON Lines files (one per exchange)
- * through the same normalizers, with the messages' own time as the service clock. OKX and Bybit: ./marketSources.ts.
+ * through the same normalizers, with the messages' own time as the service clock. The feeds: one loop over the
+ * registered exchanges (./marketSources.ts `exchangeFeeds`), the same for `simulated` and `live`.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -26,7 +27,6 @@ import { CalibrationPool, defaultPoolSize } from '../streams/calibrationPool.js'
 import type { SimulatedHistory } from '../adapters/simulator/history.js';
 import type { HistoryWorker } from '../adapters/simulator/historyPool.js';
 import type { MarketFeed } from './domain/feeds.js';
-import { DeribitFeed } from '../adapters/deribit/feed.js';
 import type { ReplayFeed } from '../adapters/replay/replayFeed.js';
 import type { DeribitSimulator, DeribitSimulatorOptions } from '../adapters/simulator/deribitServer.js';
 import type { OkxSimulator } from '../adapters/simulator/okxServer.js';
@@ -37,7 +37,7 @@ import { startKafkaRole, type KafkaWiring } from './kafka/wiring.js';
 import { buildHealthApp } from './api/healthApp.js';
 import { StreamHub } from './api/stream/hub.js';
 import { streamLimitsFromConfig } from './api/stream/config.js';
-import { liveOkxBybitFeeds, replayFeeds, simulatedFeeds, type OkxBybitOverrides } from './marketSources.js';
+import { exchangeFeeds, replayFeeds, type MarketSourceOverrides } from './marketSources.js';
 import { startHistory, type ServiceHistory } from './history/runtime.js';
 
 /** A running service. */
@@ -77,11 +77,9 @@ export interface RunningService {
 }
 
 /** Test and embedding overrides. */
-export interface ServiceOverrides extends OkxBybitOverrides {
+export interface ServiceOverrides extends MarketSourceOverrides {
   /** Simulator port (default 0 = any free port). */
   readonly simulatorPort?: number;
-  /** Deribit feed options merged over the defaults (heartbeat, silence timeout...). */
-  readonly deribit?: Partial<ConstructorParameters<typeof DeribitFeed>[0]>;
   /**
    * Simulator options merged over the defaults. With SIMULATOR_PROCESS=separate only their plain-data fields
    * (numbers, strings, booleans) reach the simulator process; a `market` or `clock` needs `inprocess`.
@@ -139,25 +137,16 @@ interface FollowedMarkets {
   readonly followed: SourcePair[];
   /** The followed pairs of one source. */
   pairsOf(source: Source): Pair[];
-  /** The overrides, with the OKX and Bybit feeds' pairs (the followed ones, unless the overrides name theirs). */
+  /** The test and embedding overrides (each feed's pairs are the followed ones, unless its overrides name others). */
   readonly overrides: ServiceOverrides;
 }
 
-/** The followed sources and pairs of `config`, and the overrides completed with the OKX and Bybit pairs. */
+/** The followed sources and pairs of `config`, with the overrides. */
 function followedMarkets(config: Config, overrides: ServiceOverrides): FollowedMarkets {
   const sources = followedSources(config);
   const followed = followedPairs(config);
   const pairsOf = (source: Source): Pair[] => followed.filter((p) => p.source === source).map((p) => p.pair);
-  return {
-    sources,
-    followed,
-    pairsOf,
-    overrides: {
-      ...overrides,
-      okx: { pairs: pairsOf('OKX'), ...overrides.okx },
-      bybit: { pairs: pairsOf('BYBIT'), ...overrides.bybit },
-    },
-  };
+  return { sources, followed, pairsOf, overrides };
 }
 
 /** The history store, recording every cache write from here on (a calibrator serves no as-of queries: none there). */
@@ -199,13 +188,9 @@ async function startMarketSource(config: Config, clock: Clock, markets: Followed
   return { ...none, feeds: [...replays], replayDone: Promise.all(replays.map((f) => f.done)).then(() => undefined) };
 }
 
-/** The live exchanges' feeds: Deribit's, then OKX's and Bybit's (./marketSources.ts). */
+/** The live exchanges' feeds: one loop over the registered exchanges (./marketSources.ts EXCHANGE_FEEDS). */
 function liveFeeds(config: Config, clock: Clock, markets: FollowedMarkets, feedLogger: Logger): MarketFeed[] {
-  const { sources, overrides } = markets;
-  const feeds: MarketFeed[] = [];
-  if (sources.includes('DERIBIT')) feeds.push(new DeribitFeed({ url: config.DERIBIT_WS_URL, pairs: markets.pairsOf('DERIBIT'), logger: feedLogger, clock, ...overrides.deribit }));
-  feeds.push(...liveOkxBybitFeeds(config, sources, clock, feedLogger, overrides));
-  return feeds;
+  return exchangeFeeds({ live: config }, markets.sources, { clock, logger: feedLogger, pairsOf: markets.pairsOf }, markets.overrides);
 }
 
 /**
@@ -217,8 +202,9 @@ async function startSimulatedSource(config: Config, clock: Clock, markets: Follo
   const separate = config.SIMULATOR_PROCESS === 'separate';
   const simHistory = await prepareSimulatorHistory(config, clock, markets, separate);
   const started = separate ? await startSimulatorProcessOf(config, clock, markets, simHistory, logger) : await startSimulatorsInProcess(config, clock, markets, simHistory, logger);
-  const feeds = simulatedFeeds(started.endpoints, clock, feedLogger, { ...overrides, deribit: { pairs: markets.pairsOf('DERIBIT'), ...overrides.deribit } });
-  return { feeds: [...feeds], exchanges: started.exchanges, simProcess: started.simProcess, simHistory, replayDone: null };
+  // the same loop over the registered exchanges as live, at the simulators' endpoints
+  const feeds = exchangeFeeds({ simulated: started.endpoints }, markets.sources, { clock, logger: feedLogger, pairsOf: markets.pairsOf }, overrides);
+  return { feeds, exchanges: started.exchanges, simProcess: started.simProcess, simHistory, replayDone: null };
 }
 
 /** The service's clock in milliseconds, as the simulators read it. */

@@ -19,26 +19,16 @@
  * table, BTC/USDC, ETH/USDC, SOL/USDC.
  */
 import { SUPPORTED_PAIRS, type BaseCurrency, type Pair } from '../../src/domain/markets.js';
+import type { DecodedInstrument, ParsedName } from '../shared/normalizeKit.js';
 
-/** One decoded Bybit instrument. Times Unix seconds; strike in USDC. */
-export interface BybitSymbol {
-  /** Exchange symbol as printed, e.g. `BTC-27MAR26-70000-C`. */
-  readonly name: string;
-  readonly pair: Pair;
-  readonly type: 'option' | 'future' | 'perpetual';
-  /** Expiry, Unix seconds (08:00 UTC of the named day); null for perpetuals. */
-  readonly expirationTimestamp: number | null;
-  /** Strike, USDC; null unless option. */
-  readonly strike: number | null;
-  readonly optionType: 'C' | 'P' | null;
+/** One decoded Bybit instrument, e.g. `BTC-27MAR26-70000-C` (strike in USDC). */
+export interface BybitSymbol extends DecodedInstrument {
   /** Always false: every supported Bybit instrument is linear (USDC). */
   readonly inverse: false;
 }
 
 /** Result of {@link parseBybitSymbol}. */
-export type ParsedBybitSymbol =
-  | { readonly ok: true; readonly instrument: BybitSymbol }
-  | { readonly ok: false; readonly reason: 'unsupported' | 'malformed'; readonly detail: string };
+export type ParsedBybitSymbol = ParsedName<BybitSymbol>;
 
 /** Hour of day (UTC) at which Bybit options and futures expire. */
 export const BYBIT_EXPIRY_HOUR_UTC = 8;

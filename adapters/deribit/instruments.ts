@@ -20,30 +20,17 @@
  * any other currency (MATIC_USDC, inverse SOL, BTC_USDC, ...) is `unsupported`.
  */
 import { type BaseCurrency, type Pair, SUPPORTED_PAIRS } from '../../src/domain/markets.js';
+import type { DecodedInstrument, ParsedName } from '../shared/normalizeKit.js';
 
-/** One plain Deribit instrument, decoded from its name. Times Unix seconds; strike in quote currency. */
-export interface DeribitInstrument {
-  /** Exchange instrument name as printed, e.g. `BTC-26JUN26-100000-C`. */
-  readonly name: string;
-  readonly pair: Pair;
-  readonly type: 'option' | 'future' | 'perpetual';
-  /** Expiry, Unix seconds (08:00 UTC of the named day); null for perpetuals. */
-  readonly expirationTimestamp: number | null;
-  /** Strike in the pair's quote currency; null unless option. */
-  readonly strike: number | null;
-  readonly optionType: 'C' | 'P' | null;
-  /** True for coin-settled (inverse) instruments: BTC/USD and ETH/USD. */
-  readonly inverse: boolean;
-}
+/** One plain Deribit instrument, decoded from its name (inverse: BTC/USD and ETH/USD). */
+export type DeribitInstrument = DecodedInstrument;
 
 /**
  * Result of {@link parseInstrumentName}. `combo` (spreads, strategies) and `unsupported` (a
  * currency/pair outside the spec's table) are recognised names that are deliberately ignored;
  * `malformed` is a name that follows no Deribit pattern (or an impossible date/strike).
  */
-export type ParsedInstrument =
-  | { readonly ok: true; readonly instrument: DeribitInstrument }
-  | { readonly ok: false; readonly reason: 'combo' | 'unsupported' | 'malformed'; readonly detail: string };
+export type ParsedInstrument = ParsedName<DeribitInstrument, 'combo' | 'unsupported' | 'malformed'>;
 
 const MONTHS: Readonly<Record<string, number>> = {
   JAN: 0, FEB: 1, MAR: 2, APR: 3, MAY: 4, JUN: 5, JUL: 6, AUG: 7, SEP: 8, OCT: 9, NOV: 10, DEC: 11,

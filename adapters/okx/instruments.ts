@@ -21,28 +21,16 @@
  * or an impossible date or strike, is `malformed`.
  */
 import { SUPPORTED_PAIRS, type Pair } from '../../src/domain/markets.js';
+import type { DecodedInstrument, ParsedName } from '../shared/normalizeKit.js';
 
-/** One decoded OKX derivative. Times Unix seconds; strike in the pair's quote currency (USD). */
-export interface OkxInstrument {
-  /** Exchange instrument id as printed, e.g. `BTC-USD-250509-70000-C`. */
-  readonly name: string;
+/** One decoded OKX derivative, e.g. `BTC-USD-250509-70000-C` (strike in USD; inverse: every `-USD` family). */
+export interface OkxInstrument extends DecodedInstrument {
   /** Instrument family, e.g. `BTC-USD`. */
   readonly family: string;
-  readonly pair: Pair;
-  readonly type: 'option' | 'future' | 'perpetual';
-  /** Expiry, Unix seconds (08:00 UTC of the named day); null for perpetuals. */
-  readonly expirationTimestamp: number | null;
-  /** Strike, USD; null unless option. */
-  readonly strike: number | null;
-  readonly optionType: 'C' | 'P' | null;
-  /** True for coin-margined (inverse) instruments: every `-USD` family. */
-  readonly inverse: boolean;
 }
 
 /** Result of {@link parseOkxInstId}. */
-export type ParsedOkxInstrument =
-  | { readonly ok: true; readonly instrument: OkxInstrument }
-  | { readonly ok: false; readonly reason: 'unsupported' | 'malformed'; readonly detail: string };
+export type ParsedOkxInstrument = ParsedName<OkxInstrument>;
 
 /** Hour of day (UTC) at which OKX options and futures expire. */
 export const OKX_EXPIRY_HOUR_UTC = 8;

@@ -3,7 +3,7 @@
  * close, Retry-After on rate limits and bounded retries ({@link PacedRestClient}); a bootstrap that
  * retries with a doubling delay ({@link retryUntilDone}); and backwards paging of a time-ordered
  * history ({@link pageBackwards}). Each exchange's error payload parsing stays in its adapter
- * (`checkBody`, its own {@link RestError} subclass).
+ * (`checkBody`, throwing a {@link RestError}; adapters/shared/exchangeFeed.ts builds the client).
  *
  * Sources: RFC 9110 sec. 10.2.3 (Retry-After: delay-seconds or HTTP-date, parsed by
  * transport.ts `parseRetryAfterMs`); OKX v5 "Rate limit" and Bybit v5 "Rate limit rules" (both
@@ -54,9 +54,9 @@ export interface PacedRestClientOptions {
   readonly defaultRetryAfterMs: number;
   /** Retries of one request that failed with a {@link RestError} carrying `retryAfterMs`. Default 2. */
   readonly maxRetries?: number;
-  /** Builds the adapter's error (a {@link RestError} subclass) for HTTP and invalid-JSON failures. */
+  /** Builds the error (a {@link RestError}) for HTTP and invalid-JSON failures. */
   readonly error: (path: string, code: string, message: string, retryAfterMs: number | null, status: number | null) => RestError;
-  /** Checks a parsed body; throws the adapter's {@link RestError} for an exchange-level error. */
+  /** Checks a parsed body; throws a {@link RestError} for an exchange-level error. */
   readonly checkBody: (body: unknown, path: string) => void;
 }
 
@@ -81,7 +81,7 @@ export class PacedRestClient {
   /**
    * GET `baseUrl + path` with query `params` (paced, retried on rate limits); resolves to the parsed
    * JSON body that passed `checkBody`.
-   * @throws RestError (the adapter's subclass) on HTTP, JSON or exchange errors; Error('stopped') after close(); fetch's abort error on timeout
+   * @throws RestError on HTTP, JSON or exchange errors; Error('stopped') after close(); fetch's abort error on timeout
    */
   async get(path: string, params: Record<string, string>): Promise<unknown> {
     for (let attempt = 0; ; attempt++) {
