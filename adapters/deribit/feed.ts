@@ -42,6 +42,12 @@ export interface DeribitFeedOptions extends ExchangeFeedOptions {
   readonly pacing?: { readonly subscribeMs?: number; readonly getInstrumentsMs?: number; readonly rateLimitRetryMs?: number };
 }
 
+/** public/get_funding_rate_history of the pair's perpetual over [fromS, toS] (s); `paced`: retried on 10028. */
+async function history(c: JsonRpcClient, pair: Pair, fromS: number, toS: number, paced: boolean): Promise<FundingBatch> {
+  const params = { instrument_name: perpetualOf(pair), start_timestamp: Math.round(fromS * 1000), end_timestamp: Math.round(toS * 1000) };
+  return normalizeFundingHistory(await (paced ? c.callPaced : c.call).call(c, 'public/get_funding_rate_history', params), perpetualOf(pair), pair);
+}
+
 /** The Deribit description: JSON-RPC on one socket, listing and funding over it too. */
 function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): ExchangeDescription {
   const heartbeatS = Math.max(DERIBIT_MIN_HEARTBEAT_S, Math.ceil(o.heartbeatIntervalS ?? 15));
@@ -52,11 +58,6 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
   const need = (): JsonRpcClient => {
     if (rpc) return rpc;
     throw new Error('Deribit: not connected');
-  };
-  /** public/get_funding_rate_history of the pair's perpetual over [fromS, toS] (s); `paced`: retried on 10028. */
-  const history = async (c: JsonRpcClient, pair: Pair, fromS: number, toS: number, paced: boolean): Promise<FundingBatch> => {
-    const params = { instrument_name: perpetualOf(pair), start_timestamp: Math.round(fromS * 1000), end_timestamp: Math.round(toS * 1000) };
-    return normalizeFundingHistory(await (paced ? c.callPaced : c.call).call(c, 'public/get_funding_rate_history', params), perpetualOf(pair), pair);
   };
   return {
     source: 'DERIBIT',

@@ -132,7 +132,7 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
     if (id > hi) hi = id;
   }
   // few ids (one surface): an IN list; many (a series): a semi-join; both inside [lo, hi] (zone maps: ids grow with
-  // time); the fits and the curves are read at once, on the store's two read connections
+  // time); the fits and the curves are read at once, on the store's read connections
   const fitsRead =
     ids.length <= 64
       ? store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND fit_id IN (${ids.map((id) => Math.trunc(id)).join(',')})`, [lo, hi])

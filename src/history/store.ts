@@ -29,7 +29,7 @@
  *
  * Numbers cross into SQL as their shortest round-trip decimal text (ECMA-262 Number::toString) cast to DOUBLE by
  * DuckDB's correctly-rounded parser (or through the appender as doubles), so every double reads back bit-identical
- * (test/history/store.test.ts). Every write is one transaction on the writer's connection; reads run on two
+ * (test/history/store.test.ts). Every write is one transaction on the writer's connection; reads run on three
  * connections of their own and see committed data only. DuckDB parses, plans and commits on its own threads; the
  * event loop builds the SQL text and runs the appender (about 1 microsecond a fit).
  */
