@@ -143,7 +143,8 @@ export interface ExpirySlice {
    * Model parameters, numbers only (src/quant/chain/modelSurface.ts): SVI raw `a, b, rho, m, sigma` (total variance);
    * SABR `alpha, beta, rho, nu`; VANNA_VOLGA pillar strikes and vols `K25P, Katm, K25C, vol25P, volAtm, vol25C`
    * and wing strikes `K10P, K10C`, wing curvatures `wingCurvL, wingCurvR` and scales `wingScaleL, wingScaleR`
-   * (second-order Castagna-Mercurio smile; src/quant/models/vannaVolga.ts).
+   * (second-order Castagna-Mercurio smile; src/quant/models/vannaVolga.ts); ESSVI `theta, rho, phi`
+   * (src/quant/models/essvi.ts).
    */
   readonly params: Readonly<Record<string, number>>;
   readonly fit: FitDiagnostics;

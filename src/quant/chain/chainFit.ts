@@ -67,8 +67,8 @@ export type ChainFitOptions = SliceFitOptions;
 export type ExpiryFitter = (model: VolatilityModel, g: EligibleGroup, st: FitContext, options: ChainFitOptions) => SliceFit;
 
 /**
- * The model's calibration of one expiry, through the registry (src/quant/models: SVI, SABR, Vanna-Volga each fit a
- * slice behind SmileModel.fit).
+ * The model's calibration of one expiry, through the registry (src/quant/models: each registered model fits a slice
+ * behind SmileModel.fit).
  * @throws whatever the calibration throws (no valid quote); fitModel turns it into a rejection
  */
 export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: FitContext, options: ChainFitOptions): SliceFit {
@@ -598,8 +598,8 @@ function qualityPass(mp: ModelPass, served: VolSurface, slices: readonly DraftSl
 
 
 /**
- * Fit one chain view with every model: per expiry SVI, SABR (beta from `options.sabrBeta`, default 1) and
- * Vanna-Volga, the rejection rule against `memory` and the calendar envelope (module docstring), plus the
+ * Fit one chain view with every model of src/domain/volatilityModels.ts (SABR's beta from `options.sabrBeta`,
+ * default 1), per expiry, the rejection rule against `memory` and the calendar envelope (module docstring), plus the
  * listed forward points. Without `memory` a fresh one is used (no earlier slice can be kept, counts are this
  * fit's). Runs in the calibration worker.
  * @param shouldYield on a view that may yield (mayYield: a regular incremental view, or a full view of the periodic

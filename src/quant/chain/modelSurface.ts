@@ -5,8 +5,9 @@
  *
  * The bridge between a model's per-expiry parameters (`ExpirySlice.params`, numbers only, as stored in
  * snapshots and Kafka documents) and the VolSurface the API reads: one total-variance function w(k) per
- * listed expiry for SVI, SABR and Vanna-Volga, and the calendar envelope that keeps the surface free of
- * calendar-spread arbitrage.
+ * listed expiry for every registered model (src/domain/volatilityModels.ts; each model's smile is its module's
+ * `totalVariance`, src/quant/models), and the calendar envelope that keeps the surface free of calendar-spread
+ * arbitrage. The slices of the first three models, as their modules compute them:
  *
  * Slices in total implied variance w(k) = sigma(k)^2 T at log-moneyness k = ln(K/F), F the expiry's forward:
  * - SVI: raw SVI, w(k) = a + b (rho (k - m) + sqrt((k - m)^2 + sigma^2)) (Gatheral-Jacquier 2014 eq. (3.1));
@@ -17,7 +18,9 @@
  *   Lee's moment bound (R. Lee, "The moment formula for implied volatility at extreme strikes", Mathematical
  *   Finance 14(3), 2004), which is arbitrage; see {@link sabrWingJunctions});
  * - VANNA_VOLGA: the Castagna-Mercurio 2007 second-order smile through the three pillars with the service's
- *   linear total-variance wings beyond the 10-delta strikes (src/quant/vannaVolga.ts `vannaVolgaSmile`).
+ *   linear total-variance wings beyond the 10-delta strikes (src/quant/vannaVolga.ts `vannaVolgaSmile`);
+ * - ESSVI: w(k) = theta/2 (1 + rho phi k + sqrt((phi k + rho)^2 + 1 - rho^2)) (Hendriks-Martini 2019; SSVI of
+ *   Gatheral-Jacquier 2014 eq. (4.1)), src/quant/models/essvi.ts.
  *
  * Calendar envelope (our repair rule, docs/conventions.md "Volatility surfaces: SVI, SABR, Vanna-Volga"): the
  * served slice of expiry i is W_i(k) = max(w_i(k), W_{i-1}(k)) when its raw fit is below the earlier served
