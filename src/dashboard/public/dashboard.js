@@ -831,7 +831,7 @@
     const label = `History of ATM vol, risk reversals and butterflies of ${which || 'the selected expiry'}: ${all.length} points`;
     const chart = (dash.charts.history = chartIn($('history-chart'), label));
     const origin = dash.history && dash.history.origin === 'memory' ? 'in memory' : 'in the history store';
-    $('history-info').textContent = pts.length ? `${pts.length} points ${origin} from ${fmtDateTime(pts[0].t)} to ${fmtDateTime(pts[pts.length - 1].t)}` : 'no history held for this expiry';
+    $('history-info').textContent = pts.length ? `${pts.length} point${pts.length === 1 ? '' : 's'} ${origin} from ${fmtDateTime(pts[0].t)} to ${fmtDateTime(pts[pts.length - 1].t)}` : 'no history held for this expiry';
     const line = (name, f, axis, dashed) => ({
       id: name, name, type: 'line', xAxisIndex: axis, yAxisIndex: axis, showSymbol: false,
       data: all.filter((p) => num(f(p))).map((p) => [p.t * 1000, +(100 * f(p)).toFixed(3)]), lineStyle: dashed ? { type: 'dashed' } : {},
