@@ -121,26 +121,37 @@ function surfaceMessage(r: Row, fitsById: ReadonlyMap<number, Row>, c: Row | und
   };
 }
 
-/** Surface documents of stored surface rows: joins their fits and curves (rows whose curve is missing are left out). */
-async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<SurfaceSnapshotMessage[]> {
-  if (rows.length === 0) return [];
-  const ids = [...new Set(rows.flatMap((r) => r.fit_ids as number[]))];
+/**
+ * The fit rows of `ids` (duplicates allowed), by id. Both reads stay inside [min id, max id] (zone maps: ids grow
+ * with time): a few ids (one surface) as a constant IN list, not prepared since its text varies (DuckDB prunes row
+ * groups by each id, so a fit kept from long before costs one more row group, not every one between); many (a
+ * series) as a semi-join with the list.
+ */
+async function fitsByIds(store: HistoryStore, ids: readonly number[]): Promise<Map<number, Row>> {
+  const unique = [...new Set(ids.map((id) => Math.trunc(id)))];
+  if (unique.length === 0) return new Map();
   let lo = Infinity;
   let hi = -Infinity;
-  for (const id of ids) {
+  for (const id of unique) {
     if (id < lo) lo = id;
     if (id > hi) hi = id;
   }
-  // few ids (one surface): an IN list; many (a series): a semi-join; both inside [lo, hi] (zone maps: ids grow with
-  // time); the fits and the curves are read at once, on the store's read connections
-  const fitsRead =
-    ids.length <= 64
-      ? store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND fit_id IN (${ids.map((id) => Math.trunc(id)).join(',')})`, [lo, hi])
-      : store.query(`SELECT f.* FROM fits f SEMI JOIN (SELECT unnest($3::BIGINT[]) AS id) w ON f.fit_id = w.id WHERE f.fit_id BETWEEN $1 AND $2`, [
+  const rows =
+    unique.length <= 64
+      ? await store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND fit_id IN (${unique.join(',')})`, [lo, hi])
+      : await store.query(`SELECT f.* FROM fits f SEMI JOIN (SELECT unnest($3::BIGINT[]) AS id) w ON f.fit_id = w.id WHERE f.fit_id BETWEEN $1 AND $2`, [
           lo,
           hi,
-          `[${ids.join(',')}]`,
+          `[${unique.join(',')}]`,
         ]);
+  return new Map(rows.map((f) => [f.fit_id as number, f]));
+}
+
+/** Surface documents of stored surface rows: joins their fits and curves (rows whose curve is missing are left out). */
+async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<SurfaceSnapshotMessage[]> {
+  if (rows.length === 0) return [];
+  // the fits and the curves are read at once, on the store's read connections
+  const fitsRead = fitsByIds(store, rows.flatMap((r) => r.fit_ids as number[]));
   const curveKeys = rows.map((r) => `('${String(r.source)}','${String(r.pair)}',${Number(r.sequence)},'${String(r.obs)}'::DOUBLE)`);
   let obsLo = Infinity;
   let obsHi = -Infinity;
@@ -153,8 +164,7 @@ async function surfaceMessages(store: HistoryStore, rows: Row[]): Promise<Surfac
      WHERE c.obs BETWEEN $1 AND $2`,
     [obsLo, obsHi],
   );
-  const [fits, curves] = await Promise.all([fitsRead, curvesRead]);
-  const byId = new Map(fits.map((f) => [f.fit_id as number, f]));
+  const [byId, curves] = await Promise.all([fitsRead, curvesRead]);
   const curveOf = new Map(curves.map((c) => [`${String(c.source)}:${String(c.pair)}:${Number(c.sequence)}:${String(c.obs)}`, c]));
   const out: SurfaceSnapshotMessage[] = [];
   for (const r of rows) {
@@ -200,25 +210,15 @@ export async function surfaceIdAsOf(store: HistoryStore, ref: Ref & { readonly m
  * once (three point lookups on the store's read connections). Null when a part is missing (compacted away since).
  */
 export async function surfaceById(store: HistoryStore, ref: Ref & { readonly model: string }, id: SurfaceId): Promise<SurfaceSnapshotMessage | null> {
-  let lo = Infinity;
-  let hi = -Infinity;
-  for (const f of id.fitIds) {
-    if (f < lo) lo = f;
-    if (f > hi) hi = f;
-  }
   const [rows, fits, curves] = await Promise.all([
     store.query(`SELECT * FROM surfaces WHERE source = $1 AND pair = $2 AND model = $3 AND obs = $4 AND sequence = $5`, [ref.source, ref.pair, ref.model, id.obs, id.sequence], {
       prepared: true,
     }),
-    id.fitIds.length === 0
-      ? Promise.resolve([])
-      : // a constant IN list (not prepared: its text varies): DuckDB prunes row groups by each id, so a fit kept from
-        // long before costs one more row group, not every one between
-        store.query(`SELECT * FROM fits WHERE fit_id BETWEEN $1 AND $2 AND fit_id IN (${id.fitIds.map((f) => Math.trunc(f)).join(',')})`, [lo, hi]),
+    fitsByIds(store, id.fitIds),
     store.query(`SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND obs = $3 AND sequence = $4`, [ref.source, ref.pair, id.obs, id.sequence], { prepared: true }),
   ]);
   if (!rows[0]) return null;
-  return surfaceMessage(rows[0], new Map(fits.map((f) => [f.fit_id as number, f])), curves[0]);
+  return surfaceMessage(rows[0], fits, curves[0]);
 }
 
 /**

@@ -26,6 +26,7 @@ import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
 import type { ChainFit } from '../../src/domain/chainFit.js';
 import { black76Price } from '../../src/quant/black76.js';
+import { refButterflyCheck } from './vannaVolgaReference.js';
 import { hagan2002, refHalfSpreads, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -140,30 +141,6 @@ const DAY_Y = 1 / 365;
 /** Deribit BTC option tick below 0.005 BTC (and the "1 tick"): 0.0001 BTC, per unit of the underlying. */
 export const DERIBIT_BTC_TICK = 0.0001;
 
-/**
- * Butterfly check of a smile written here (Breeden and Litzenberger 1978; Carr and Madan 2005): undiscounted Black-76
- * calls per unit forward at 401 strikes uniform in k over [kLo, kHi]: within bounds, slope in [-1, 0], convex
- * (second difference >= -1e-7, the service's density tolerance).
- */
-export function refDensityFree(iv: (k: number) => number, T: number, kLo: number, kHi: number): boolean {
-  const n = 401;
-  const x: number[] = [];
-  const c: number[] = [];
-  for (let i = 0; i < n; i++) {
-    const k = kLo + ((kHi - kLo) * i) / (n - 1);
-    const v = iv(k);
-    if (!(v > 0) || !Number.isFinite(v)) return false;
-    x.push(Math.exp(k));
-    c.push(black76Price(1, Math.exp(k), T, v, 'C'));
-  }
-  for (let i = 1; i + 1 < n; i++) {
-    const s1 = (c[i]! - c[i - 1]!) / (x[i]! - x[i - 1]!);
-    const s2 = (c[i + 1]! - c[i]!) / (x[i + 1]! - x[i]!);
-    if (s1 > 1e-9 || s1 < -1 - 1e-9 || (s2 - s1) / (0.5 * (x[i + 1]! - x[i - 1]!)) < -1e-7) return false;
-  }
-  return true;
-}
-
 /** The recorded best bid/ask prices (BTC) of a replayed chain's instruments, for {@link quoteBidAskIv}. */
 export type RecordedBook = ReadonlyMap<string, { bestBidPrice: number | null; bestAskPrice: number | null }>;
 
@@ -249,7 +226,7 @@ export function measureView(
         referenceIv = (k) => hagan2002(ref.params, s.forward, s.forward * Math.exp(k), s.T);
         const kLo = Math.min(...qs.map((q) => q.k));
         const kHi = Math.max(...qs.map((q) => q.k));
-        densityFree = refDensityFree(referenceIv, s.T, kLo, kHi);
+        densityFree = refButterflyCheck(referenceIv, s.T, kLo, kHi).free;
       }
       // Prices per unit of the underlying (inverse: coin; Black-76 / F), ticks of the exchange.
       const price = (q: (typeof s.quotes)[number], v: number): number => black76Price(s.forward, q.strike, s.T, v, q.optionType) / s.forward;

@@ -9,7 +9,7 @@
  * 10-delta strikes the service serves the VV formula; beyond them its own wing rule, which the reference does not have.
  * Goals (issue 26 item 2):
  * - per expiry, served RMSE against the marks (core quotes) within 0.05 vp of the reference's where the reference's smile
- *   is free of butterfly arbitrage on the core quoted range (call-price convexity, vannaVolgaReference.ts refVvConvex);
+ *   is free of butterfly arbitrage on the core quoted range (call-price convexity, vannaVolgaReference.ts refButterflyCheck);
  *   otherwise the difference is reported and under 0.5 vp;
  * - per chain, the share of two-sided core quotes (> 2 days) with the served IV inside [bid IV, ask IV] at least the
  *   reference's share minus 1 percentage point.
@@ -22,7 +22,7 @@ import { vannaVolgaSecondOrderVol } from '../../src/quant/vannaVolga.js';
 import type { ChainView } from '../../streams/chainState.js';
 import { QUALITY_CHAINS, RECORDED_SESSIONS, median, quoteBidAskIv, recordedBook, recordedChainViews, replayChainView, type RecordedBook } from './chainQuality.js';
 import { refHalfSpreads } from './referenceFits.js';
-import { refVvConvex, refVvStrikes, refVvVol, referenceVannaVolga, vvNormCdf, vvNormInv } from './vannaVolgaReference.js';
+import { refButterflyCheck, refVvStrikes, refVvVol, referenceVannaVolga, vvNormCdf, vvNormInv } from './vannaVolgaReference.js';
 
 const DAY_Y = 1 / 365;
 
@@ -84,7 +84,7 @@ function measure(id: string, view: ChainView, book: RecordedBook): void {
     const objectiveAtServed = ref.core.reduce((a, i) => a + ((refVvVol(servedPillars, s.forward, s.T, qs[i]!.k) - qs[i]!.iv) / hs[i]!) ** 2, 0);
     const servedRmse = 100 * Math.sqrt(served.reduce((a, v, j) => a + (v - qs[ref.core[j]!]!.iv) ** 2, 0) / served.length);
     const ks = ref.core.map((i) => qs[i]!.k);
-    const conv = refVvConvex(ref.iv, s.T, Math.min(...ks), Math.max(...ks));
+    const conv = refButterflyCheck(ref.iv, s.T, Math.min(...ks), Math.max(...ks));
     let twoSided = 0;
     let servedIn = 0;
     let refIn = 0;
@@ -206,9 +206,9 @@ describe('the independent Vanna-Volga reference (vannaVolgaReference.ts) itself'
   });
 
   it('its convexity check passes a flat smile and fails a smile with a sharp dip', () => {
-    expect(refVvConvex(() => 0.6, 0.05, -0.3, 0.3).free).toBe(true);
-    expect(refVvConvex((k) => 0.6 - 0.3 * Math.exp(-((k / 0.01) ** 2)), 0.05, -0.3, 0.3).free).toBe(false);
-    expect(refVvConvex(() => Number.NaN, 0.05, -0.3, 0.3).free).toBe(false);
+    expect(refButterflyCheck(() => 0.6, 0.05, -0.3, 0.3).free).toBe(true);
+    expect(refButterflyCheck((k) => 0.6 - 0.3 * Math.exp(-((k / 0.01) ** 2)), 0.05, -0.3, 0.3).free).toBe(false);
+    expect(refButterflyCheck(() => Number.NaN, 0.05, -0.3, 0.3).free).toBe(false);
   });
 
   it("agrees with the service's second-order formula at the same pillars (a cross-check of two independent writings)", () => {

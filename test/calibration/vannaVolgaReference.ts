@@ -165,7 +165,7 @@ function callPerForward(x: number, T: number, v: number): number {
  * divided difference >= -1e-7, the tolerance of the service's density check). Returns the smallest second divided
  * difference too (NaN where the smile does not exist).
  */
-export function refVvConvex(iv: (k: number) => number, T: number, kLo: number, kHi: number): { free: boolean; minSecond: number } {
+export function refButterflyCheck(iv: (k: number) => number, T: number, kLo: number, kHi: number): { free: boolean; minSecond: number } {
   const n = 401;
   const x: number[] = [];
   const c: number[] = [];
