@@ -315,7 +315,7 @@ function startMonitoring(config: Config, parts: MonitoredParts): Monitoring {
     registries: () => [kafka.replica?.metrics.registry, kafka.ownership?.registry, stream?.registry].filter((r) => r !== undefined && r !== null),
     // an API replica fits nothing
     ...(config.ROLE === 'api' ? {} : { calibrationPool: () => pool.stats() }),
-    history: () => history.recorder?.stats ?? null,
+    history: () => (history.recorder ? { ...history.recorder.stats, seriesCache: history.store?.renderedDays.stats() } : null),
     market: () => (config.ROLE === 'api' ? { mode: 'replica' } : replay ? { mode: 'replay', finished: replayFinished } : { mode: config.MARKET_SOURCE }),
   });
 }

@@ -20,4 +20,9 @@ export const HISTORY_CONFIG_SHAPE = {
   HISTORY_RETENTION_D: z.coerce.number().positive().max(3650).default(30),
   /** Milliseconds between two batched writes (the most a crash can lose). */
   HISTORY_FLUSH_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  /**
+   * Megabytes of series text kept rendered by whole UTC day (src/history/renderedDays.ts): a month of 1-minute points
+   * of one key and constant maturity is about 11.4 MB of JSON. 0 keeps none (every answer rendered by the store).
+   */
+  HISTORY_SERIES_CACHE_MB: z.coerce.number().min(0).max(16_384).default(64),
 } as const;

@@ -346,7 +346,24 @@ function num(x: number): string {
  * by time and label. Literal SQL (no parameters) so that the same text serves a query and a COPY ... TO Parquet.
  */
 export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS: number, toS: number, intervalS: number, constMat: string | null): string {
+  return ivSummarySeriesSqlOver(ref, [{ fromS, toS, toIncluded: true }], intervalS, constMat);
+}
+
+/** A stretch of observation times, Unix s: [fromS, toS] with `toIncluded`, else [fromS, toS). */
+export interface ObsStretch {
+  readonly fromS: number;
+  readonly toS: number;
+  readonly toIncluded: boolean;
+}
+
+/**
+ * {@link ivSummarySeriesSql} over the union of `stretches` (the points of each stretch as that function gives them
+ * when no interval straddles two stretches: src/history/seriesText.ts cuts at UTC day starts, which every interval
+ * divides). @throws RangeError for a non-finite bound or interval
+ */
+export function ivSummarySeriesSqlOver(ref: Ref & { readonly model: string }, stretches: readonly ObsStretch[], intervalS: number, constMat: string | null): string {
   const key = `source = ${lit(ref.source)} AND pair = ${lit(ref.pair)} AND model = ${lit(ref.model)}`;
+  const within = stretches.map((s) => `(obs >= ${num(s.fromS)} AND obs ${s.toIncluded ? '<=' : '<'} ${num(s.toS)})`).join(' OR ') || 'false';
   const labels = IV_SUMMARY_CONST_MATS.filter((l) => constMat === null || l === constMat);
   const one = (l: string, order: number) =>
     `SELECT obs AS observation_timestamp, sequence, ${lit(l)} AS const_mat, ${order} AS o, ${ivColumn('exp', l)} AS expiry, ${ivColumn('atm', l)} AS atm_vol,
@@ -355,7 +372,7 @@ export function ivSummarySeriesSql(ref: Ref & { readonly model: string }, fromS:
   // only the columns the labels need (the window operator carries every column it is given: with the listed
   // expiries' lists that was most of the query's time)
   const columns = ['obs', 'sequence', ...labels.flatMap((l) => ['exp', 'atm', 'rr25', 'rr10', 'bf25', 'bf10'].map((stem) => ivColumn(stem, l)))];
-  return `WITH pts AS (SELECT ${columns.join(', ')} FROM iv_summary WHERE ${key} AND obs BETWEEN ${num(fromS)} AND ${num(toS)}
+  return `WITH pts AS (SELECT ${columns.join(', ')} FROM iv_summary WHERE ${key} AND (${within})
        QUALIFY row_number() OVER (PARTITION BY floor(obs / ${num(intervalS)}) ORDER BY obs, sequence) = 1)
      SELECT observation_timestamp, sequence, const_mat, expiry, atm_vol, delta25_skew, delta10_skew, delta25_bfly, delta10_bfly FROM (
        ${labels.map((l) => one(l, IV_SUMMARY_CONST_MATS.indexOf(l))).join(' UNION ALL ')}

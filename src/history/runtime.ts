@@ -24,6 +24,7 @@ export interface HistorySettings {
   readonly HISTORY_BUCKET_S: number;
   readonly HISTORY_RETENTION_D: number;
   readonly HISTORY_FLUSH_MS: number;
+  readonly HISTORY_SERIES_CACHE_MB: number;
 }
 
 /** Milliseconds between two compactions. */
@@ -88,7 +89,7 @@ export async function startHistory(settings: HistorySettings, cache: MarketCache
   const path = resolve(join(settings.HISTORY_DIR, 'history.duckdb'));
   let store: HistoryStore;
   try {
-    store = await HistoryStore.open(path);
+    store = await HistoryStore.open(path, { renderedDaysBytes: settings.HISTORY_SERIES_CACHE_MB * 1024 * 1024 });
   } catch (err) {
     const reason = `the history store ${path} could not be opened: ${(err as Error).message.split('\n')[0]}`;
     logger.error({ err: (err as Error).message }, `${reason}; running without history (as-of and series answer 404)`);

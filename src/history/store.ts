@@ -38,6 +38,7 @@ import { dirname } from 'node:path';
 import { DuckDBInstance, type DuckDBAppender, type DuckDBConnection, type DuckDBPreparedStatement } from '@duckdb/node-api';
 import type { IvSummary } from '../cache/snapshot.js';
 import { IV_SUMMARY_CONST_MATS } from '../cache/history.js';
+import { DayVersions, RenderedDays } from './renderedDays.js';
 
 /** Parameter columns of a fit row (p0..p15): the most any model has is Vanna-Volga's 12. */
 export const FIT_PARAM_COLUMNS = 16;
@@ -285,6 +286,10 @@ export class HistoryStore {
   private closed = false;
   private readonly free: Reader[];
   private readonly waiting: Array<(r: Reader) => void> = [];
+  /** Versions of the iVSummary rows by (key, UTC day): bumped after every committed write ({@link write}). */
+  readonly ivSummaryVersions = new DayVersions();
+  /** The series text rendered by day (src/history/seriesText.ts), valid while {@link ivSummaryVersions} says so. */
+  readonly renderedDays: RenderedDays;
 
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -294,16 +299,19 @@ export class HistoryStore {
     private readonly readConns: readonly DuckDBConnection[],
     /** The database file's path (`:memory:` for a store in memory). */
     readonly path: string,
+    renderedDaysBytes: number,
   ) {
     this.free = readConns.map((conn) => ({ conn, prepared: new Map() }));
+    this.renderedDays = new RenderedDays(renderedDaysBytes);
   }
 
   /**
    * Open (creating when missing) the database at `path` (`:memory:` for tests and tools).
    * @param memoryLimit DuckDB's memory limit, e.g. `64MB` (the service's resident-memory budget)
+   * @param renderedDaysBytes the most series text kept rendered by day (src/history/renderedDays.ts), default 64 MB
    * @throws Error when the file cannot be opened (held by another process, unreadable, not a DuckDB file)
    */
-  static async open(path: string, opts: { memoryLimit?: string; threads?: number } = {}): Promise<HistoryStore> {
+  static async open(path: string, opts: { memoryLimit?: string; threads?: number; renderedDaysBytes?: number } = {}): Promise<HistoryStore> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     const instance = await DuckDBInstance.create(path, {
       threads: String(opts.threads ?? 2),
@@ -313,7 +321,7 @@ export class HistoryStore {
     for (const sql of DDL) await conn.run(sql);
     const readers: DuckDBConnection[] = [];
     for (let i = 0; i < READ_CONNECTIONS; i++) readers.push(await instance.connect());
-    const store = new HistoryStore(instance, conn, readers, path);
+    const store = new HistoryStore(instance, conn, readers, path, opts.renderedDaysBytes ?? 64 * 1024 * 1024);
     const r = await store.query('SELECT coalesce(max(fit_id), 0) AS m FROM fits');
     store.nextFitId = Number(r[0]?.m ?? 0) + 1;
     return store;
@@ -411,9 +419,11 @@ export class HistoryStore {
    * Commit `batch` in one transaction, after every write given before it (writes are serialized).
    * @throws whatever DuckDB throws; the transaction is then rolled back (nothing of the batch is kept)
    */
-  write(batch: HistoryBatch): Promise<void> {
-    if (batchSize(batch) === 0) return Promise.resolve();
-    return this.transaction(() => this.writeNow(batch));
+  async write(batch: HistoryBatch): Promise<void> {
+    if (batchSize(batch) === 0) return;
+    await this.transaction(() => this.writeNow(batch));
+    // after the commit (renderedDays.ts: a fragment rendered before it is never served after it)
+    for (const r of batch.ivSummary) this.ivSummaryVersions.touched(`${r.source}|${r.pair}|${r.model}`, r.summary.observationTimestamp);
   }
 
   /** Resolves when every write given so far is committed (or failed). */

@@ -16,6 +16,8 @@ export interface HistoryStatsLike {
   readonly droppedRows: number;
   /** Milliseconds the last flush took (its commit included). */
   readonly lastFlushMs: number;
+  /** The store's rendered-day cache of series text (src/history/renderedDays.ts), when there is a store. */
+  readonly seriesCache?: { readonly hits: number; readonly misses: number; readonly bytes: number };
 }
 
 /** Registers the history series: rows by table, failed writes, dropped rows, last flush duration (absent while `history()` gives null). */
@@ -37,6 +39,20 @@ export function registerHistorySeries(registry: Registry, history: () => History
   cumulativeCounter(registry, counts, failed, () => history()?.failedBatches ?? null);
   const dropped = { name: 'volsurf_history_dropped_rows_total', help: 'Rows dropped because the history store stayed unwritable past 2 million pending rows', key: 'hdrop' };
   cumulativeCounter(registry, counts, dropped, () => history()?.droppedRows ?? null);
+  const hits = { name: 'volsurf_history_series_cache_hits_total', help: 'Whole days of a series answer served from the rendered-day cache (src/history/renderedDays.ts)', key: 'hsch' };
+  cumulativeCounter(registry, counts, hits, () => history()?.seriesCache?.hits ?? null);
+  const misses = { name: 'volsurf_history_series_cache_misses_total', help: 'Whole days of a series answer rendered by the store (not cached, or written to since)', key: 'hscm' };
+  cumulativeCounter(registry, counts, misses, () => history()?.seriesCache?.misses ?? null);
+  new Gauge({
+    name: 'volsurf_history_series_cache_bytes',
+    help: 'Series text kept rendered by day (bounded by HISTORY_SERIES_CACHE_MB)',
+    registers,
+    collect() {
+      this.reset();
+      const c = history()?.seriesCache;
+      if (c) this.set(c.bytes);
+    },
+  });
   new Gauge({
     name: 'volsurf_history_last_flush_seconds',
     help: 'Duration of the last history write (one transaction per HISTORY_FLUSH_MS)',

@@ -174,6 +174,16 @@ describe('as-of', () => {
     expect(rows('iv_summary')).toBeGreaterThan(0);
     expect(rows('funding')).toBeGreaterThan(0);
     expect(text).toMatch(/^volsurf_history_failed_writes_total 0$/m);
+    // the series' rendered-day cache: three days asked twice, the two whole days inside served the second time
+    const now = svc.clock.now();
+    const q = `${B}/api/v1/global/data/iVSummary/history?${pairQ}&volatilityModel=SVI&from=${now - 3 * 86400}&to=${now}&interval=1h`;
+    const [a, b] = [await http('GET', q), await http('GET', q)];
+    expect(b.body).toEqual(a.body);
+    const after = await (await fetch(`${B}/metrics`)).text();
+    const n = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(after)?.[1]);
+    expect(n('volsurf_history_series_cache_hits_total')).toBeGreaterThanOrEqual(2);
+    expect(n('volsurf_history_series_cache_misses_total')).toBeGreaterThanOrEqual(2);
+    expect(n('volsurf_history_series_cache_bytes')).toBeGreaterThanOrEqual(0);
     expect(svc.history.recorder!.stats.surfaces).toBeGreaterThanOrEqual(rows('surfaces'));
   });
 });

@@ -23,6 +23,7 @@ import { DetailCollector, resolvePair } from '../rules.js';
 import { HistoryRangeQuery, HISTORY_INTERVALS_S } from '../schemas.js';
 import { ivSummarySeriesSql, surfaceSeries } from '../../history/reads.js';
 import type { HistoryStore } from '../../history/store.js';
+import { IV_SERIES_FIELDS, ivSummarySeriesText } from '../../history/seriesText.js';
 import { IV_SUMMARY_CONST_MATS } from '../../cache/history.js';
 
 /** Most rows one iVSummary/history answer holds (30 days at 1 minute of one constant maturity is 43 200). */
@@ -81,32 +82,20 @@ function sendAs(reply: Reply, format: string, name: string): void {
   if (format !== 'json') reply.header('content-disposition', `attachment; filename="${name}.${format}"`);
 }
 
-const IV_FIELDS = ['observationTimestamp', 'sequence', 'constMat', 'expirationTimestamp', 'atmVol', 'delta25Skew', 'delta10Skew', 'delta25Bfly', 'delta10Bfly'] as const;
-const IV_COLUMNS = ['observation_timestamp', 'sequence', 'const_mat', 'expiry', 'atm_vol', 'delta25_skew', 'delta10_skew', 'delta25_bfly', 'delta10_bfly'];
-const IV_ORDER = `ORDER BY observation_timestamp, array_position([${IV_SUMMARY_CONST_MATS.map((l) => `'${l}'`).join(',')}], const_mat)`;
-
 /**
- * The iVSummary series answer in `format`. The rows become text inside DuckDB (its JSON and number formatting are
- * shortest round-trip, like JS): tens of thousands of points never become JS objects (test/history/asOf.test.ts
- * compares them with the store's doubles).
+ * The iVSummary series answer in `format`: JSON and CSV assembled by day (src/history/seriesText.ts: whole days kept
+ * rendered while unchanged), Parquet by DuckDB's COPY of the same rows.
  */
 async function ivSeriesAnswer(q: z.infer<typeof IvSeriesQuery>, range: SeriesRange, reply: Reply): Promise<string | Buffer> {
   const { store, ref, from, to, intervalS } = range;
-  const sql = ivSummarySeriesSql(ref, from, to, intervalS, q.constMat ?? null);
+  const constMat = q.constMat ?? null;
   sendAs(reply, q.format, `ivsummary-${ref.source}-${ref.pair.replace('/', '')}-${ref.model}`);
-  if (q.format === 'parquet') return parquet(store, sql);
-  if (q.format === 'csv') {
-    const line = `concat_ws(',', ${IV_COLUMNS.map((c) => `coalesce(CAST(${c} AS VARCHAR), '')`).join(', ')})`;
-    const text = (await store.query(`SELECT coalesce(string_agg(${line}, chr(10) ${IV_ORDER}), '') AS t FROM (${sql})`))[0]!.t as string;
-    return `${IV_FIELDS.join(',')}\n${text}${text ? '\n' : ''}`;
-  }
-  // one list of structs turned into JSON at once (the same text as a json_object per row joined by string_agg, for
-  // less CPU)
-  const struct = `struct_pack(${IV_FIELDS.map((f, i) => `"${f}" := ${IV_COLUMNS[i]}`).join(', ')})`;
-  const points = (await store.query(`SELECT coalesce(to_json(list(${struct} ${IV_ORDER}))::VARCHAR, '[]') AS j FROM (${sql})`))[0]!.j as string;
+  if (q.format === 'parquet') return parquet(store, ivSummarySeriesSql(ref, from, to, intervalS, constMat));
+  const text = await ivSummarySeriesText(store, { ref, fromS: from, toS: to, intervalS, constMat, format: q.format });
+  if (q.format === 'csv') return `${IV_SERIES_FIELDS.join(',')}\n${text}`;
   reply.header('content-type', 'application/json; charset=utf-8');
   const head = { source: q.source, baseCurrency: q.baseCurrency, quoteCurrency: q.quoteCurrency, volatilityModel: q.volatilityModel, interval: q.interval, from, to };
-  return `${JSON.stringify(head).slice(0, -1)},"points":${points}}`;
+  return `${JSON.stringify(head).slice(0, -1)},"points":${text}}`;
 }
 
 /** The surface series answer in `format`: JSON documents, or one row per (surface, expiry) as CSV or Parquet. */
