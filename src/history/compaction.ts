@@ -51,7 +51,7 @@ export async function compact(store: HistoryStore, o: CompactionOptions): Promis
       [fullCut, keepCut],
     ),
   }));
-  if (r.ivSummary > 0) store.ivSummaryVersions.clearedAll();
+  if (r.ivSummary > 0) store.ivSummaryVersions.deletedBefore(keepCut);
   if (r.surfaces + r.fits + r.curves + r.ivSummary > 0) await store.serialized(() => store.run('CHECKPOINT'));
   return { ...r, ms: performance.now() - t0 };
 }

@@ -132,18 +132,52 @@ describe('iVSummary series text by day', () => {
     expect(JSON.parse(afterDelete).every((p: { observationTimestamp: number }) => p.observationTimestamp >= day1 + DAY)).toBe(true);
   });
 
-  it('keeps at most its byte bound, least recently used out', () => {
-    const c = new RenderedDays(10);
+  it('keeps at most its byte bound (text, key and a fixed cost per entry), least recently used out', () => {
+    const entry = (id: string, text: string) => text.length + id.length + 160;
+    const c = new RenderedDays(entry('a', 'xxxx') * 2 + 2);
     c.set('a', 1, 'xxxx');
     c.set('b', 1, 'yyyy');
     expect(c.get('a', 1)).toBe('xxxx'); // a is now the most recent
-    c.set('c', 1, 'zzzz'); // 12 > 10: b goes
+    c.set('c', 1, 'zzzz'); // three entries are over the bound: b goes
     expect(c.get('b', 1)).toBeUndefined();
     expect(c.get('a', 1)).toBe('xxxx');
     expect(c.get('a', 2)).toBeUndefined(); // another version: stale, dropped
     expect(c.get('a', 1)).toBeUndefined();
-    c.set('big', 1, 'x'.repeat(11)); // larger than the bound: not kept
+    c.set('big', 1, 'x'.repeat(400)); // larger than the bound: not kept
     expect(c.get('big', 1)).toBeUndefined();
-    expect(c.stats()).toMatchObject({ entries: 1, bytes: 4 });
+    expect(c.stats()).toMatchObject({ entries: 1, bytes: entry('c', 'zzzz') });
+    // empty days are not free: 200,000 of them stay within the bound
+    const d = new RenderedDays(1024 * 1024);
+    for (let i = 0; i < 200_000; i++) d.set(`json|DERIBIT|BTC/USD|SVI|86400|*|${i}`, 1, '');
+    expect(d.stats().bytes).toBeLessThanOrEqual(1024 * 1024);
+    expect(d.stats().entries).toBeLessThan(6000);
+    // a bound of 0 keeps nothing
+    const none = new RenderedDays(0);
+    none.set('e', 1, '');
+    expect(none.stats().entries).toBe(0);
+  });
+
+  it("the compaction's retention makes only the days it reached stale", async () => {
+    const s = await HistoryStore.open(':memory:', { threads: 1 });
+    try {
+      const all = rows().filter((r) => r.summary.observationTimestamp < START + 3 * DAY);
+      await s.write({ surfaces: [], fits: [], curves: [], ivSummary: all, funding: [] });
+      const q = { ref, fromS: START, toS: START + 3 * DAY, intervalS: 3600, constMat: null, format: 'csv' as const };
+      const full = await ivSummarySeriesText(s, q);
+      // the retention cut inside the first day: that day changes, the second and third are still served from the cache
+      const r = await compact(s, { nowS: START + 30 * DAY + 3600, fullH: 1, retentionD: 30 });
+      expect(r.ivSummary).toBeGreaterThan(0);
+      const before = s.renderedDays.stats();
+      const text = await ivSummarySeriesText(s, { ...q, fromS: START + DAY });
+      const after = s.renderedDays.stats();
+      expect(after.hits - before.hits).toBe(2);
+      expect(after.misses - before.misses).toBe(0);
+      expect(full.endsWith(text)).toBe(true);
+      const again = await ivSummarySeriesText(s, q);
+      expect(again).not.toBe(full); // the first day lost its first hour
+      expect(s.renderedDays.stats().misses - after.misses).toBe(1);
+    } finally {
+      await s.close();
+    }
   });
 });
