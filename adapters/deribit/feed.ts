@@ -15,7 +15,7 @@ import { JsonRpcClient } from '../shared/jsonRpc.js';
 import { errorMessage } from '../shared/normalizeKit.js';
 import { indexNameOf, parseInstrumentName, perpetualOf } from './instruments.js';
 import { DropKinds, normalizeDeribit, normalizeFundingHistory, normalizeInstrumentList } from './normalize.js';
-import { SubscribeResultSchema } from './wire.js';
+import { subscribeOnSocket } from './subscriptions.js';
 
 /** Deribit production WebSocket endpoint. */
 export const DERIBIT_WS_URL = 'wss://www.deribit.com/ws/api/v2';
@@ -64,18 +64,7 @@ function deribitDescription(o: DeribitFeedOptions, confirmed: Set<string>): Exch
     listingOnSocket: true,
     streams: [{ key: 'ws', eager: true, url: o.url ?? DERIBIT_WS_URL, name: () => 'DERIBIT', silenceTimeoutMs: o.silenceTimeoutMs ?? 3 * heartbeatS * 1000 }],
     topics: (feed) => new Map([['ws', [...feed.pairs.map((p) => `deribit_price_index.${indexNameOf(p)}`), ...[...feed.instruments.keys()].map((n) => `ticker.${n}.${o.tickerInterval ?? '100ms'}`)]]]),
-    async sendSubscriptions(feed, conn, toSub, toUnsub) {
-      toSub.forEach((t) => conn.sent.add(t)), toUnsub.forEach((t) => conn.sent.delete(t));
-      const c = need();
-      await c.callInBatches('public/unsubscribe', toUnsub, batchSize, pace.subscribeMs, (b) => b.forEach((x) => confirmed.delete(x)));
-      await c.callInBatches('public/subscribe', toSub, batchSize, pace.subscribeMs, (batch, result) => {
-        const ok = SubscribeResultSchema.safeParse(result);
-        if (!ok.success) throw new Error('public/subscribe: result is not a list of channels');
-        for (const c of ok.data) confirmed.add(c);
-        const missing = batch.filter((x) => !ok.data.includes(x));
-        if (missing.length > 0) feed.logger.warn({ source: feed.source, missing: missing.length, example: missing[0] }, 'Deribit did not confirm some channels');
-      });
-    },
+    sendSubscriptions: (feed, conn, toSub, toUnsub) => subscribeOnSocket(feed, conn, need(), { toSub, toUnsub, confirmed, batchSize, paceMs: pace.subscribeMs }),
     onOpen(feed, conn) {
       const ctx = conn.ctx;
       rpc = new JsonRpcClient({

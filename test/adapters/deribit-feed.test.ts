@@ -347,6 +347,20 @@ describe('DeribitFeed against a fake Deribit on 127.0.0.1', () => {
     expect(feed.instrumentNames()).not.toContain('BTC-25SEP26-120000-C');
   });
 
+  it('a subscription refused during a listing refresh is asked for again at the next refresh', async () => {
+    const { srv, feed, events } = await setup({ instrumentRefreshMs: 40 });
+    feed.start();
+    await until(() => fundingCount(events) === 12);
+    const channel = 'ticker.BTC-26JUN26-110000-C.100ms';
+    srv.failOnce.set('public/subscribe', { code: 11050, message: 'bad_request' });
+    const btcOpts = srv.instruments.get('BTC:option') as Array<Record<string, unknown>>;
+    srv.instruments.set('BTC:option', [...btcOpts, option('BTC-26JUN26-110000-C', 'BTC', 110000, 'call', EXP_JUN, 'BTC')]);
+    const asked = () => srv.requests.filter((r) => r.method === 'public/subscribe' && (r.params['channels'] as string[]).includes(channel));
+    await until(() => feed.subscribedChannels().has(channel));
+    expect(asked().length).toBe(2); // refused once, asked again
+    expect(srv.sockets).toHaveLength(1); // on the same socket
+  });
+
   it('retries a rate-limited request, and reconnects when setup gets an error answer', async () => {
     const { srv, feed, events } = await setup();
     srv.failOnce.set('public/get_instruments', { code: 10028, message: 'too_many_requests' });
