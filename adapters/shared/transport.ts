@@ -8,7 +8,9 @@
  * - reconnect forever until {@link ReconnectingTransport.stop}, with capped exponential backoff
  *   and FULL jitter: delay(n) = min(2^(n-1) * baseMs, maxMs) * random(), n = consecutive failed
  *   connections (AWS Architecture Blog, "Exponential Backoff And Jitter", 2015, "Full Jitter");
- *   n resets to 0 on the first message received on a connection;
+ *   n resets to 0 when a connection closes after carrying messages for at least `stableAfterMs` (a server that
+ *   answers once and then drops the socket, e.g. a failing RPC after the handshake, keeps the backoff growing
+ *   instead of being reconnected twice a second);
  * - a server-requested delay is honoured: a handshake answered with HTTP 429 or 503 and a
  *   `Retry-After` header (RFC 9110 §10.2.3: delay-seconds or an HTTP-date) waits at least that long;
  * - a watchdog terminates a socket silent (no frame, no ping) for longer than `silenceTimeoutMs`;
@@ -97,6 +99,8 @@ export interface ReconnectingTransportOptions {
   readonly backoffBaseMs?: number;
   /** Backoff cap, ms. Default 30 000. */
   readonly backoffMaxMs?: number;
+  /** A connection that closes at least this long (ms) after its first message resets the backoff. Default 30 000. */
+  readonly stableAfterMs?: number;
   /** Uniform [0, 1) source for the jitter. Default Math.random. */
   readonly random?: () => number;
   /** Default {@link systemTimers}. */
@@ -161,6 +165,9 @@ export class ReconnectingTransport {
   private attemptCount = 0;
   private nextAttemptMs: number | null = null;
   private gotMessage = false;
+  /** timers.now() of the current connection's first message. */
+  private firstMessageMs = 0;
+  private readonly stableAfterMs: number;
   private lastTrafficMs = 0;
   private retryAfterMs: number | null = null;
   private closeReason: string | undefined;
@@ -175,6 +182,7 @@ export class ReconnectingTransport {
     this.silenceTimeoutMs = opts.silenceTimeoutMs ?? 30_000;
     this.baseMs = opts.backoffBaseMs ?? 1_000;
     this.maxMs = opts.backoffMaxMs ?? 30_000;
+    this.stableAfterMs = opts.stableAfterMs ?? 30_000;
     this.random = opts.random ?? Math.random;
     this.timers = opts.timers ?? systemTimers;
     this.logger = opts.logger;
@@ -318,7 +326,7 @@ export class ReconnectingTransport {
       this.lastTrafficMs = this.timers.now();
       if (!this.gotMessage) {
         this.gotMessage = true;
-        this.failures = 0;
+        this.firstMessageMs = this.lastTrafficMs;
       }
       const text = Array.isArray(data)
         ? Buffer.concat(data).toString('utf8')
@@ -347,6 +355,7 @@ export class ReconnectingTransport {
 
   private scheduleReconnect(): void {
     if (this.stopped) return;
+    if (this.gotMessage && this.timers.now() - this.firstMessageMs >= this.stableAfterMs) this.failures = 0;
     this.failures += 1;
     let delay = backoffDelayMs(this.failures, this.baseMs, this.maxMs, this.random);
     if (this.retryAfterMs !== null) delay = Math.max(delay, this.retryAfterMs);

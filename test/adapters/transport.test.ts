@@ -130,18 +130,29 @@ describe('ReconnectingTransport on 127.0.0.1', () => {
     expect(closedDelays(states)).toEqual([500, 500, 400]);
   });
 
-  it('keeps growing while connections open without a message; the first message resets it', async () => {
+  it('keeps growing while connections open without a message, or drop soon after their first; a stable connection resets it', async () => {
     const timers = new FakeTimers();
+    const sockets: ServerSocket[] = [];
     const srv = await wsServer((s, n) => {
-      if (n === 4) s.send('first good message');
-      setTimeout(() => s.terminate(), 5);
+      sockets.push(s);
+      if (n === 1) setTimeout(() => s.terminate(), 5); // no message at all
+      else s.send(`hello ${n}`); // answered once (as a handshake RPC), then dropped by the test below
     });
-    const { t, states } = transport({ url: srv.url, timers, random: () => 1, silenceTimeoutMs: 0 });
+    const { t, states, frames } = transport({ url: srv.url, timers, random: () => 1, silenceTimeoutMs: 0 });
     t.start();
-    for (let i = 1; i <= 4; i++) {
+    await until(() => closedDelays(states).length === 1);
+    for (let i = 2; i <= 3; i++) {
+      timers.advance(closedDelays(states)[i - 2] as number);
+      await until(() => frames.length === i - 1);
+      timers.advance(1_000); // up for a second after its message: not stable
+      sockets[i - 1]!.terminate();
       await until(() => closedDelays(states).length === i);
-      if (i < 4) timers.advance(closedDelays(states)[i - 1] as number);
     }
+    timers.advance(closedDelays(states)[2] as number);
+    await until(() => frames.length === 3);
+    timers.advance(30_000); // carried messages for stableAfterMs: the next failure counts from 1 again
+    sockets[3]!.terminate();
+    await until(() => closedDelays(states).length === 4);
     expect(closedDelays(states)).toEqual([1000, 2000, 4000, 1000]);
     expect(t.reconnects).toBe(3);
   });
