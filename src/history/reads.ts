@@ -16,6 +16,13 @@ import { ivColumn, type HistoryStore, type Row } from './store.js';
 
 type Ref = { readonly source: string; readonly pair: string };
 
+/**
+ * How far (s) a row's observation time may lie after its publication time and still be found by the as-of reads.
+ * The as-of rule is on `published` (the service clock); `obs` (the exchange's clock, live) only bounds the scan, and
+ * an exchange clock running ahead of ours would otherwise hide the surface served (obs > asOf >= published).
+ */
+const OBS_AHEAD_SLACK_S = 60;
+
 function splitPair(pair: string): { base: string; quote: string } {
   const [base, quote] = pair.split('/');
   return { base: base!, quote: quote! };
@@ -51,8 +58,8 @@ function curveMessage(r: Row): ForwardCurveMessage {
 export async function curveAsOf(store: HistoryStore, ref: Ref, asOf: number, lookbackS: number): Promise<ForwardCurveMessage | null> {
   // obs <= published: the observation window bounds the scan (zone maps on obs)
   const rows = await store.query(
-    `SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND published <= $3 AND obs <= $3 AND obs >= $4 ORDER BY published DESC, sequence DESC LIMIT 1`,
-    [ref.source, ref.pair, asOf, asOf - lookbackS],
+    `SELECT * FROM forward_curves WHERE source = $1 AND pair = $2 AND published <= $3 AND obs <= $5 AND obs >= $4 ORDER BY published DESC, sequence DESC LIMIT 1`,
+    [ref.source, ref.pair, asOf, asOf - lookbackS, asOf + OBS_AHEAD_SLACK_S],
     { prepared: true },
   );
   return rows[0] ? curveMessage(rows[0]) : null;
@@ -196,8 +203,8 @@ const PUBLISHED_ORDER = 'struct_pack(published := published, sequence := sequenc
 export async function surfaceIdAsOf(store: HistoryStore, ref: Ref & { readonly model: string }, asOf: number, lookbackS: number): Promise<SurfaceId | null> {
   const rows = await store.query(
     `SELECT max(${PUBLISHED_ORDER}) AS id, arg_max(fit_ids, ${PUBLISHED_ORDER}) AS fit_ids FROM surfaces
-     WHERE source = $1 AND pair = $2 AND model = $3 AND published <= $4 AND obs <= $4 AND obs >= $5`,
-    [ref.source, ref.pair, ref.model, asOf, asOf - lookbackS],
+     WHERE source = $1 AND pair = $2 AND model = $3 AND published <= $4 AND obs <= $6 AND obs >= $5`,
+    [ref.source, ref.pair, ref.model, asOf, asOf - lookbackS, asOf + OBS_AHEAD_SLACK_S],
     { prepared: true },
   );
   const id = rows[0]?.id as { published: number; sequence: number | bigint; obs: number } | null | undefined;

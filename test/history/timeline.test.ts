@@ -176,4 +176,22 @@ describe('history timeline', () => {
     expect(reads.n).toBe(2);
     await store.close();
   });
+  it("as of a time: a surface whose exchange clock ran ahead of the service's (observed after it was published) is found", async () => {
+    const store = await HistoryStore.open(':memory:');
+    const clock = { t: snaps[0]!.observationTimestamp };
+    const cache = new MarketCache({ now: () => clock.t }, 30, [{ source: 'DERIBIT', pair: rc.pair }]);
+    const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 24, flushMs: 60_000 });
+    // the second surface is stamped 2 s ahead of the service clock that published it
+    const published = [0.1, -2, 0.1].map((d, i) => snaps[i]!.observationTimestamp + d);
+    for (let i = 0; i < 3; i++) {
+      clock.t = published[i]!;
+      cache.putSurface(snaps[i]!);
+    }
+    await rec.close();
+    const at = async (asOf: number) => (await surfaceIdAsOf(store, ref, asOf, 30))?.sequence ?? null;
+    expect(await at(published[1]! - 0.001)).toBe(1);
+    expect(await at(published[1]!)).toBe(2); // served from its publication, although observed 2 s later
+    expect(await at(snaps[1]!.observationTimestamp)).toBe(2);
+    await store.close();
+  });
 });
