@@ -184,6 +184,53 @@ describe('streaming API, no API keys', () => {
     d.close();
   }, 90_000);
 
+  it('iv channels with a list of points: the pushed vols are REST byStrike/byDelta of the same surface; a threshold holds small moves back', async () => {
+    const surf = (await http('GET', `${svc.url}/api/v1/global/data/surface?${PAIR_Q}`)).body;
+    const { expirationTimestamp: expiry, forwardPrice: F } = surf.expiries[1];
+    const strikes = [Math.round(F * 0.9), Math.round(F), Math.round(F * 1.1)];
+    const deltas = [0.25, 0.5, 0.75];
+    const byStrike = `iv.DERIBIT.BTC-USD.SVI.strike.${expiry}.${strikes.join('_')}`;
+    const byDelta = `iv.XCHG_A.BTC-USD.SVI.delta.${expiry}.${deltas.join('_')}`;
+    const c = await StreamClient.connect(WS);
+    const r = await c.request('public/subscribe', { channels: [byStrike, byDelta], threshold: 0 });
+    expect(r.result).toEqual([byStrike, byDelta.replace('XCHG_A', 'DERIBIT')]);
+    // the same surface sequence: the REST answer's observationTimestamp is that of one pushed message
+    const common = { baseCurrency: 'BTC', quoteCurrency: 'USD', source: 'DERIBIT', volatilityModel: 'SVI', expirationTimestamp: expiry };
+    let matched = 0;
+    for (let attempt = 0; attempt < 20 && matched < 2; attempt++) {
+      matched = 0;
+      const rs = await http('POST', `${svc.url}/api/v1/global/data/iV/byStrike`, strikes.map((strike, i) => ({ ...common, instrumentId: `k${i}`, strike })));
+      const rd = await http('POST', `${svc.url}/api/v1/global/data/iV/byDelta`, deltas.map((delta, i) => ({ ...common, instrumentId: `d${i}`, delta })));
+      expect([rs.status, rd.status]).toEqual([200, 200]);
+      for (const [channel, rest, key, values] of [[byStrike, rs.body, 'strike', strikes], [byDelta.replace('XCHG_A', 'DERIBIT'), rd.body, 'delta', deltas]] as const) {
+        const obs = rest[0].observationTimestamp;
+        await c.until(() => c.of(channel).some((n) => n.data.observationTimestamp >= obs), 30_000, `${channel} at ${obs}`);
+        const note = c.of(channel).find((n) => n.data.observationTimestamp === obs);
+        if (!note) continue;
+        expect(note.data.points.map((p: Record<string, number>) => p[key])).toEqual([...values]);
+        note.data.points.forEach((p: { impliedVolatility: number }, i: number) => expect(p.impliedVolatility).toBe(rest[i].impliedVolatility));
+        expect(note.data.forwardPrice).toBe(rest[0].forwardPrice);
+        expect(note.data.spotPrice).toBe(rest[0].spotPrice);
+        matched++;
+      }
+    }
+    expect(matched).toBe(2);
+    // threshold 10 (1,000 vol points): the first message only, while a threshold-0 client gets the moves
+    const held = await StreamClient.connect(WS);
+    await held.request('public/subscribe', { channels: [byStrike], threshold: 10 });
+    const n0 = c.of(byStrike).length;
+    await c.until(() => c.of(byStrike).length >= n0 + 3, 60_000, '3 more moves of the strike list');
+    await held.request('public/test');
+    expect(held.of(byStrike)).toHaveLength(1);
+    // more points than allowed: -32602 naming the limit; nothing subscribed
+    const tooMany = Array.from({ length: 17 }, (_, i) => (0.05 + i * 0.05).toFixed(2)).join('_');
+    const refused = await c.request('public/subscribe', { channels: [`iv.DERIBIT.BTC-USD.SVI.delta.${expiry}.${tooMany}`] });
+    expect(refused.error.code).toBe(-32602);
+    expect(refused.error.data.channels[0].reason).toMatch(/at most 16 points/);
+    c.close();
+    held.close();
+  }, 120_000);
+
   it('SSE twin: the same channel and sequences; Last-Event-ID resumes with no gap and no duplicate', async () => {
     const url = `${svc.url}/api/v1/stream?channels=${encodeURIComponent('surface.XCHG_A.BTC-USD.SVI')}`;
     const firstEvents = await readSse(url, {}, (ev) => ev.length >= 2);

@@ -35,8 +35,8 @@ export interface Entry {
   readonly json: string;
   /** `data` as an object while it may still be filtered live (dropped once superseded); else parsed from `json`. */
   data: Record<string, unknown> | null;
-  /** The implied vol of an `iv` entry (its threshold test), else null. */
-  readonly vol: number | null;
+  /** The implied vols of an `iv` entry, one per point of the channel (its threshold test), else null. */
+  readonly vols: readonly number[] | null;
   /** The unfiltered WebSocket notification as UTF-8 bytes, built on first use and written as is to every subscriber. */
   frame: Buffer | null;
   /** Filtered renderings of `data` by filter key, built on first use. */
@@ -51,7 +51,7 @@ export interface SubscribeOptions {
   readonly fields?: readonly string[];
   /** Expiries (Unix s) to keep in `expiries` / `volatilityListed`; absent = all. */
   readonly expiries?: readonly number[];
-  /** `iv` channels: send only when the vol moved by more than this (fraction) since the last one sent. Default 0. */
+  /** `iv` channels: send only when a point's vol moved by more than this (fraction) since the last one sent. Default 0. */
   readonly threshold?: number;
 }
 
@@ -114,6 +114,45 @@ export function filterData(data: Record<string, unknown>, o: SubscribeOptions): 
   return out;
 }
 
+/** Whether any vol of `now` differs from the same point of `last` by more than `threshold` (or the lists differ in length). */
+export function movedBeyond(now: readonly number[], last: readonly number[], threshold: number): boolean {
+  if (now.length !== last.length) return true;
+  for (let i = 0; i < now.length; i++) if (Math.abs(now[i]! - last[i]!) > threshold) return true;
+  return false;
+}
+
+/** One point of an `iv` notification: the strike (given, or solved from the delta), the delta asked for, the vol there. */
+export interface IvPoint {
+  readonly delta?: number;
+  /** Quote currency. */
+  readonly strike: number;
+  /** Fraction (0.55 = 55 %). */
+  readonly impliedVolatility: number;
+}
+
+/**
+ * The points of an iv channel on one expiry's smile, in the channel's order: the vol at each strike, or at the
+ * strike of each forward Black call delta (src/quant/strikeFromDelta.ts, as REST byDelta). Null when any point has
+ * no strike for its delta or no finite vol (nothing is sent for that surface).
+ */
+export function ivPoints(c: Extract<Channel, { kind: 'iv' }>, p: ReturnType<typeof expiryPoint>): IvPoint[] | null {
+  const out: IvPoint[] = [];
+  for (const value of c.values) {
+    let strike = value;
+    if (c.by === 'delta') {
+      try {
+        strike = strikeFromDelta(value, p.forward, Math.max(p.T, MIN_T_YEARS), p.vol);
+      } catch {
+        return null;
+      }
+    }
+    const vol = p.vol(strike);
+    if (!Number.isFinite(vol)) return null;
+    out.push(c.by === 'delta' ? { delta: value, strike, impliedVolatility: vol } : { strike, impliedVolatility: vol });
+  }
+  return out;
+}
+
 /** One channel of one session. */
 export class Subscription {
   readonly queue: Item[] = [];
@@ -126,7 +165,8 @@ export class Subscription {
   lastSentAt = -Infinity;
   /** Sequence of the newest message queued or sent. */
   lastSequence: number | null = null;
-  private lastVol: number | null = null;
+  /** The vols of the last `iv` message queued (threshold reference). */
+  private lastVols: readonly number[] | null = null;
   readonly key: string | null;
 
   constructor(
@@ -163,7 +203,7 @@ export class Subscription {
 
   /** A live update: threshold (iv), interval (held back, latest wins), then queued. */
   deliver(entry: Entry): void {
-    if (entry.vol !== null && this.lastVol !== null && Math.abs(entry.vol - this.lastVol) <= (this.options.threshold ?? 0)) return;
+    if (entry.vols !== null && this.lastVols !== null && !movedBeyond(entry.vols, this.lastVols, this.options.threshold ?? 0)) return;
     const interval = this.options.intervalMs ?? 0;
     if (interval > 0) {
       const due = this.lastSentAt + interval;
@@ -204,7 +244,7 @@ export class Subscription {
       this.session.hub.countConflation(this.state.channel.kind);
     } else this.queue.push(item);
     this.lastSequence = item.entry.sequence;
-    if (item.entry.vol !== null) this.lastVol = item.entry.vol;
+    if (item.entry.vols !== null) this.lastVols = item.entry.vols;
     this.session.markDirty();
   }
 
@@ -692,9 +732,9 @@ export class StreamHub {
     for (const sub of st.subscribers) sub.deliver(e);
   }
 
-  private entry(channel: string, sequence: number, observationTimestamp: number, data: Record<string, unknown>, vol: number | null = null): Entry {
+  private entry(channel: string, sequence: number, observationTimestamp: number, data: Record<string, unknown>, vols: readonly number[] | null = null): Entry {
     const full = { ...data, sequence, observationTimestamp, publishTimestamp: this.cache.clock.now() };
-    return { channel, sequence, observationTimestamp, json: JSON.stringify(full), data: full, vol, frame: null, variants: null };
+    return { channel, sequence, observationTimestamp, json: JSON.stringify(full), data: full, vols, frame: null, variants: null };
   }
 
   private render(c: Extract<Channel, { kind: 'surface' | 'iv_summary' | 'iv' }>, snap: SurfaceSnapshot): Entry | null {
@@ -703,34 +743,11 @@ export class StreamHub {
       return this.entry(c.name, snap.sequence, snap.observationTimestamp, doc);
     }
     const p = expiryPoint(snap, c.expirationTimestamp);
-    let strike = c.value;
-    if (c.by === 'delta') {
-      try {
-        strike = strikeFromDelta(c.value, p.forward, Math.max(p.T, MIN_T_YEARS), p.vol);
-      } catch {
-        return null; // no strike has that delta on this smile: nothing to send
-      }
-    }
-    const vol = p.vol(strike);
-    if (!Number.isFinite(vol)) return null;
-    return this.entry(
-      c.name,
-      snap.sequence,
-      snap.observationTimestamp,
-      {
-        source: c.source,
-        baseCurrency: c.pair.base,
-        quoteCurrency: c.pair.quote,
-        volatilityModel: c.model,
-        expirationTimestamp: c.expirationTimestamp,
-        ...(c.by === 'delta' ? { delta: c.value } : {}),
-        strike,
-        impliedVolatility: vol,
-        forwardPrice: p.forward,
-        spotPrice: p.spot,
-      },
-      vol,
-    );
+    const points = ivPoints(c, p);
+    if (!points) return null;
+    const at = points.length === 1 ? { ...(c.by === 'delta' ? { delta: c.value } : {}), strike: points[0]!.strike, impliedVolatility: points[0]!.impliedVolatility } : { points };
+    const doc = { source: c.source, baseCurrency: c.pair.base, quoteCurrency: c.pair.quote, volatilityModel: c.model, expirationTimestamp: c.expirationTimestamp, ...at, forwardPrice: p.forward, spotPrice: p.spot };
+    return this.entry(c.name, snap.sequence, snap.observationTimestamp, doc, points.map((x) => x.impliedVolatility));
   }
 
   private renderCurve(name: string, fc: ForwardCurveSnapshot): Entry {
