@@ -263,6 +263,18 @@ describe('the hub', () => {
     expect((await h.registry.getSingleMetric('volsurf_stream_render_errors_total')!.get()).values[0]!.value).toBe(1);
   });
 
+  it('status: an unchanged status is sent again every statusRepeatMs with the same sequence (never silent)', async () => {
+    const h = hub({ statusCheckMs: 10, statusRepeatMs: 40 });
+    const { t, sent } = fakeTransport();
+    h.subscribe(h.openSession(t, 'ip:test')!, { kind: 'status', name: 'status' }, {});
+    for (let i = 0; i < 400 && sent.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(sent.length).toBeGreaterThanOrEqual(4);
+    const seqs = sent.map((x) => data(x).sequence);
+    expect(new Set(seqs).size).toBe(1);
+    expect(sent.map((x) => Object.keys(data(x)).sort())).toEqual(sent.map(() => ['feeds', 'held', 'observationTimestamp', 'pairs', 'publishTimestamp', 'sequence']));
+    expect(data(sent.at(-1)!).pairs).toEqual(data(sent[0]!).pairs);
+  });
+
   it('connections per owner are limited', () => {
     const h = hub({ maxConnectionsPerKey: 2 });
     expect(h.openSession(fakeTransport().t, 'key:k')).not.toBeNull();

@@ -96,7 +96,7 @@ describe('streaming API, no API keys', () => {
   const publishedAfter = (s: number) => published.filter((x) => x > s);
 
   beforeAll(async () => {
-    svc = await startTestService({ STREAM_STALL_MS: '1500', STREAM_MAX_BUFFERED_BYTES: '16384', STREAM_MAX_MESSAGE_BYTES: '4096', STREAM_CLOSE_GRACE_MS: '120000' });
+    svc = await startTestService({ STREAM_STALL_MS: '1500', STREAM_MAX_BUFFERED_BYTES: '16384', STREAM_MAX_MESSAGE_BYTES: '4096', STREAM_CLOSE_GRACE_MS: '120000', STREAM_STATUS_REPEAT_S: '1' });
     WS = `${svc.url.replace(/^http/, 'ws')}/api/v1/ws`;
     tap = svc.cache.updates$.subscribe((u) => {
       if (u.type === 'surface' && u.snapshot.source === 'DERIBIT' && u.snapshot.pair.base === 'BTC' && u.snapshot.pair.quote === 'USD' && u.snapshot.model === 'SVI') published.push(u.snapshot.sequence);
@@ -289,6 +289,20 @@ describe('streaming API, no API keys', () => {
     expect(c.closed).toBeNull();
     c.close();
   }, 120_000);
+
+  it('status is repeated while nothing changes (STREAM_STATUS_REPEAT_S=1): same sequence, a later check time', async () => {
+    const c = await StreamClient.connect(WS);
+    await c.request('public/subscribe', { channels: ['status'] });
+    await c.until(() => c.of('status').length >= 4, 30_000, '4 status messages');
+    const notes = c.of('status').map((n) => n.data);
+    // consecutive messages with the same sequence: repeats, not changes
+    const repeats = notes.slice(1).filter((d, i) => d.sequence === notes[i]!.sequence);
+    expect(repeats.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < notes.length; i++) expect(notes[i]!.observationTimestamp).toBeGreaterThanOrEqual(notes[i - 1]!.observationTimestamp);
+    expect(notes.at(-1)!.observationTimestamp).toBeGreaterThan(notes[0]!.observationTimestamp);
+    expect(notes.at(-1)!.feeds).toEqual([{ source: 'DERIBIT', connected: true, since: expect.any(Number) }]);
+    c.close();
+  }, 60_000);
 
   it('heartbeat: a test_request every interval; answered it keeps the socket, unanswered it closes it (4000)', async () => {
     const c = await StreamClient.connect(WS);

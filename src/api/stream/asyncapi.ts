@@ -135,7 +135,7 @@ const CHANNELS: Record<string, { address: string; description: string; message: 
   },
   status: {
     address: 'status',
-    description: 'Feeds connected or not and every pair served, stale or warming up, with since when; sent at every change',
+    description: 'Feeds connected or not and every pair served, stale or warming up, with since when; sent at every change (next sequence) and, unchanged, again every STREAM_STATUS_REPEAT_S seconds (default 30; same sequence, new observationTimestamp): never silent',
     message: notification('status', 'Service status', { held: str('Process-wide hold, or null'), feeds: { type: 'array', items: { type: 'object' } }, pairs: { type: 'array', items: { type: 'object' } } }),
   },
 };

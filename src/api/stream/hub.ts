@@ -458,6 +458,8 @@ export class StreamHub {
   private statusTimer: NodeJS.Timeout | null = null;
   private statusSeq = 0;
   private statusKey = '';
+  /** Wall ms of the last status published (a change, or a repeat). */
+  private statusSentAt = Date.now();
 
   constructor(
     readonly cache: MarketCache,
@@ -808,13 +810,19 @@ export class StreamHub {
     return this.entry('status', this.statusSeq, this.cache.clock.now(), doc);
   }
 
-  /** Check the status for a change (published on the `status` channel with the next sequence). */
+  /**
+   * Check the status: a change is published on the `status` channel with the next sequence; an unchanged status is
+   * published again (same sequence, the check's time as observationTimestamp) once `statusRepeatMs` passed since the
+   * last one, so that the channel is never silent for longer than that while the service runs.
+   */
   checkStatus(): void {
     const doc = this.statusDoc();
     const key = JSON.stringify(doc);
-    if (key === this.statusKey) return;
+    const now = Date.now();
+    if (key === this.statusKey && now - this.statusSentAt < this.limits.statusRepeatMs) return;
+    if (key !== this.statusKey) this.statusSeq++;
     this.statusKey = key;
-    this.statusSeq++;
+    this.statusSentAt = now;
     const st = this.states.get('status');
     if (st) this.publish(st, this.statusEntry(doc));
   }
