@@ -8,7 +8,7 @@
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_IV_POINTS, parseChannel } from '../../src/api/stream/channels.js';
-import { StreamHub, filterData, type Item, type StreamTransport } from '../../src/api/stream/hub.js';
+import { StreamHub, filterData, framePayload, textFrame, type Item, type StreamTransport } from '../../src/api/stream/hub.js';
 import { parseSubscribe } from '../../src/api/stream/rpc.js';
 import { parseEventId } from '../../src/api/routes/stream.js';
 import { asyncApiDocument } from '../../src/api/stream/asyncapi.js';
@@ -37,7 +37,8 @@ function fakeTransport() {
     closedWith: null as null | { code: number; reason: string },
     buffered: () => (t.blocked ? 1e12 : 0),
     write: (sub: { state: { channel: { name: string } } }, item: Item, text: string | Buffer) => {
-      sent.push({ channel: sub.state.channel.name, text: text.toString(), item });
+      // WebSocket messages are complete frames (RFC 6455): the JSON is their payload
+      sent.push({ channel: sub.state.channel.name, text: typeof text === 'string' ? text : framePayload(text).toString('utf8'), item });
       return text.length;
     },
     close: (code: number, reason: string) => {
@@ -273,6 +274,20 @@ describe('the hub', () => {
     expect(new Set(seqs).size).toBe(1);
     expect(sent.map((x) => Object.keys(data(x)).sort())).toEqual(sent.map(() => ['feeds', 'held', 'observationTimestamp', 'pairs', 'publishTimestamp', 'sequence']));
     expect(data(sent.at(-1)!).pairs).toEqual(data(sent[0]!).pairs);
+  });
+
+  it('textFrame: the RFC 6455 header of each payload length class, the payload as UTF-8', () => {
+    for (const n of [0, 125, 126, 65535, 65536, 200_000]) {
+      const text = 'é'.repeat(Math.floor(n / 2)) + 'x'.repeat(n % 2);
+      const f = textFrame(text);
+      expect(f[0]).toBe(0x81); // FIN, text, no RSV
+      const len = Buffer.byteLength(text);
+      if (len <= 125) expect(f[1]).toBe(len);
+      else if (len <= 65535) expect([f[1], f.readUInt16BE(2)]).toEqual([126, len]);
+      else expect([f[1], f.readUInt32BE(2), f.readUInt32BE(6)]).toEqual([127, 0, len]);
+      expect(framePayload(f).toString('utf8')).toBe(text);
+      expect(f.length).toBe(len + (len <= 125 ? 2 : len <= 65535 ? 4 : 10));
+    }
   });
 
   it('connections per owner are limited', () => {

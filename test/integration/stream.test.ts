@@ -231,6 +231,22 @@ describe('streaming API, no API keys', () => {
     held.close();
   }, 120_000);
 
+  it('pre-framed writes: a filtered subscription and an unfiltered one on two sockets carry the same sequences and numbers', async () => {
+    const all = await StreamClient.connect(WS);
+    const some = await StreamClient.connect(WS);
+    await all.request('public/subscribe', { channels: [CH] });
+    await some.request('public/subscribe', { channels: [CH], fields: ['spotPrice'] });
+    await some.until(() => some.of(CH).length >= 3, 60_000, '3 filtered surfaces');
+    for (const n of some.of(CH)) {
+      expect(Object.keys(n.data).sort()).toEqual(['baseCurrency', 'observationTimestamp', 'publishTimestamp', 'quoteCurrency', 'sequence', 'source', 'spotPrice', 'volatilityModel']);
+      const full = await all.until(() => all.of(CH).find((x) => x.data.sequence === n.data.sequence), 30_000, `surface ${n.data.sequence} unfiltered`);
+      expect(n.data.spotPrice).toBe(full.data.spotPrice);
+      expect(n.data.publishTimestamp).toBe(full.data.publishTimestamp);
+    }
+    all.close();
+    some.close();
+  }, 90_000);
+
   it('SSE twin: the same channel and sequences; Last-Event-ID resumes with no gap and no duplicate', async () => {
     const url = `${svc.url}/api/v1/stream?channels=${encodeURIComponent('surface.XCHG_A.BTC-USD.SVI')}`;
     const firstEvents = await readSse(url, {}, (ev) => ev.length >= 2);

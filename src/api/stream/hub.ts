@@ -37,10 +37,15 @@ export interface Entry {
   data: Record<string, unknown> | null;
   /** The implied vols of an `iv` entry, one per point of the channel (its threshold test), else null. */
   readonly vols: readonly number[] | null;
-  /** The unfiltered WebSocket notification as UTF-8 bytes, built on first use and written as is to every subscriber. */
+  /**
+   * The unfiltered WebSocket notification as one complete text frame (RFC 6455 header + UTF-8 payload, see
+   * {@link textFrame}), built on first use and written as is to every subscriber's socket.
+   */
   frame: Buffer | null;
-  /** Filtered renderings of `data` by filter key, built on first use. */
-  variants: Map<string, string> | null;
+  /** Filtered renderings of `data` by filter key (the JSON, and its WebSocket frame once built), built on first use. */
+  variants: Map<string, { readonly json: string; frame: Buffer | null }> | null;
+  /** The live (not reset, not replay) queue item of this entry, shared by every subscription that queues it. */
+  live: Item | null;
 }
 
 /** Options of one subscription (public/subscribe params, or the SSE query). */
@@ -69,7 +74,10 @@ export interface StreamTransport {
   readonly kind: 'ws' | 'sse';
   /** Bytes queued in the socket and not yet written to the kernel. */
   buffered(): number;
-  /** Write one message of `sub` (a shared UTF-8 WebSocket frame payload, or text); returns the bytes written. */
+  /**
+   * Write one message of `sub`: for WebSocket a complete text frame ({@link textFrame}, often shared by every
+   * subscriber: write it as is, never modify it); for SSE the `data` JSON. Returns the bytes written.
+   */
   write(sub: Subscription, item: Item, text: string | Buffer): number;
   /** Close with a code (RFC 6455 7.4; 4008 = slow consumer) and a reason. */
   close(code: number, reason: string): void;
@@ -92,6 +100,41 @@ const RECORDED: ReadonlySet<ChannelKind> = new Set(['surface', 'iv_summary', 'fo
 /** The WebSocket notification of `channel` with `dataJson` (Deribit's shape). */
 export function notificationText(channel: string, dataJson: string): string {
   return `{"jsonrpc":"2.0","method":"subscription","params":{"channel":${JSON.stringify(channel)},"data":${dataJson}}}`;
+}
+
+/**
+ * One unmasked, unfragmented WebSocket text frame holding `text` (RFC 6455 section 5.2: FIN + opcode 1, payload
+ * length in 7, 7+16 or 7+64 bits, no mask from a server): built once per update and written to every subscriber's
+ * socket as it is, so that no per-client framing, encoding or copy happens (permessage-deflate is not offered by the
+ * service; a connection that negotiated an extension is sent the payload through `ws` instead).
+ */
+export function textFrame(text: string): Buffer {
+  const len = Buffer.byteLength(text, 'utf8');
+  const head = len > 0xffff ? 10 : len > 125 ? 4 : 2;
+  const buf = Buffer.allocUnsafe(head + len);
+  buf[0] = 0x81;
+  if (head === 2) buf[1] = len;
+  else if (head === 4) {
+    buf[1] = 126;
+    buf.writeUInt16BE(len, 2);
+  } else {
+    buf[1] = 127;
+    buf.writeUInt32BE(Math.floor(len / 2 ** 32), 2);
+    buf.writeUInt32BE(len >>> 0, 6);
+  }
+  buf.write(text, head, 'utf8');
+  return buf;
+}
+
+/** The payload (UTF-8 bytes, no copy) of a frame built by {@link textFrame}. */
+export function framePayload(frame: Buffer): Buffer {
+  const l = frame[1]! & 0x7f;
+  return frame.subarray(l === 127 ? 10 : l === 126 ? 4 : 2);
+}
+
+/** The shared live queue item of `e` (one object per update, not one per subscriber). */
+function liveItem(e: Entry): Item {
+  return (e.live ??= { entry: e, reset: false, replay: false });
 }
 
 /** Filter key of options (null: unfiltered). */
@@ -178,27 +221,29 @@ export class Subscription {
   }
 
   /**
-   * The text of `item` for this subscription's filters (`reset` added when set): the SSE `data` JSON, or the
-   * WebSocket notification (unfiltered: one Buffer shared by every subscriber, encoded once).
+   * The message of `item` for this subscription's filters (`reset` added when set): the SSE `data` JSON, or the
+   * complete WebSocket frame ({@link textFrame}; unfiltered: one Buffer shared by every subscriber, built once;
+   * filtered: one per distinct filter, cached on the entry).
    */
   render(item: Item, ws: boolean): string | Buffer {
     const e = item.entry;
     if (!this.key && !item.reset) {
       if (!ws) return e.json;
-      return (e.frame ??= Buffer.from(notificationText(e.channel, e.json), 'utf8'));
+      return (e.frame ??= textFrame(notificationText(e.channel, e.json)));
     }
-    let json: string;
+    let variant: { readonly json: string; frame: Buffer | null } | null = null;
     if (this.key) {
       const variants = (e.variants ??= new Map());
-      let v = variants.get(this.key);
-      if (v === undefined) {
-        v = JSON.stringify(filterData(e.data ?? (JSON.parse(e.json) as Record<string, unknown>), this.options));
-        variants.set(this.key, v);
+      variant = variants.get(this.key) ?? null;
+      if (!variant) {
+        variant = { json: JSON.stringify(filterData(e.data ?? (JSON.parse(e.json) as Record<string, unknown>), this.options)), frame: null };
+        variants.set(this.key, variant);
       }
-      json = v;
-    } else json = e.json;
-    if (item.reset) json = `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"reset":true}`;
-    return ws ? notificationText(e.channel, json) : json;
+      if (!item.reset) return ws ? (variant.frame ??= textFrame(notificationText(e.channel, variant.json))) : variant.json;
+    }
+    let json = variant ? variant.json : e.json;
+    json = `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"reset":true}`;
+    return ws ? textFrame(notificationText(e.channel, json)) : json;
   }
 
   /** A live update: threshold (iv), interval (held back, latest wins), then queued. */
@@ -218,7 +263,7 @@ export class Subscription {
       }
       this.lastSentAt = Date.now(); // the interval runs from this one (not from its write)
     }
-    this.enqueue({ entry, reset: false, replay: false });
+    this.enqueue(liveItem(entry));
   }
 
   /** The interval is over ({@link StreamHub.releaseAt}): queue the newest update held back, if any. */
@@ -228,7 +273,7 @@ export class Subscription {
     this.held = null;
     if (!h || this.disposed) return;
     this.lastSentAt = Date.now();
-    this.enqueue({ entry: h, reset: false, replay: false });
+    this.enqueue(liveItem(h));
   }
 
   /**
@@ -659,7 +704,7 @@ export class StreamHub {
     const latest = st.latest;
     if (!latest) return 'none';
     if (since === undefined) {
-      sub.enqueue({ entry: latest, reset: false, replay: false });
+      sub.enqueue(liveItem(latest));
       return 'current';
     }
     if (since === latest.sequence) return 'up-to-date';
@@ -720,6 +765,7 @@ export class StreamHub {
       old.data = null;
       old.frame = null;
       old.variants = null;
+      old.live = null;
     }
     st.latest = e;
     if (RECORDED.has(st.channel.kind)) {
@@ -736,7 +782,7 @@ export class StreamHub {
 
   private entry(channel: string, sequence: number, observationTimestamp: number, data: Record<string, unknown>, vols: readonly number[] | null = null): Entry {
     const full = { ...data, sequence, observationTimestamp, publishTimestamp: this.cache.clock.now() };
-    return { channel, sequence, observationTimestamp, json: JSON.stringify(full), data: full, vols, frame: null, variants: null };
+    return { channel, sequence, observationTimestamp, json: JSON.stringify(full), data: full, vols, frame: null, variants: null, live: null };
   }
 
   private render(c: Extract<Channel, { kind: 'surface' | 'iv_summary' | 'iv' }>, snap: SurfaceSnapshot): Entry | null {
