@@ -3,7 +3,7 @@
  * streaming API (WebSocket /api/v1/ws and SSE /api/v1/stream; docs/streaming.md).
  *
  * - Each channel (./channels.ts) has one state: its newest document (an {@link Entry}, rendered ONCE per update
- *   and shared by every subscriber, its WebSocket frame too) and, for the surface, iv_summary and forward_curve
+ *   and shared by every subscriber, its complete WebSocket frame too: {@link textFrame}) and, for the surface, iv_summary and forward_curve
  *   channels, a ring of the last `resumeDepth` entries for resume. A channel records only while it has
  *   subscribers and for `resumeWindowS` after its last one left: the cost is that of the channels in use.
  * - Sequences are the snapshots' own (`SurfaceSnapshot.sequence`, `ForwardCurveSnapshot.sequence`: what the REST
