@@ -104,8 +104,11 @@ export function forkBuilt(modulePath: string, env: Record<string, string> = {}):
     execFileSync(process.execPath, [join(root, 'scripts/build.mjs')], { stdio: 'ignore' });
     built = true;
   }
+  // BENCH_CHILD_NODE_FLAGS: extra node flags for the forked service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+  // (not allowed in NODE_OPTIONS); the profile is written when the child exits (stopChild's SIGTERM)
+  const extra = (process.env.BENCH_CHILD_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   return fork(join(root, 'dist', modulePath.replace(/\.ts$/, '.js')), [], {
-    execArgv: startNodeFlags(),
+    execArgv: [...startNodeFlags(), ...extra],
     env: { ...process.env, HISTORY_DIR: benchHistoryDir(), ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

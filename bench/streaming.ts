@@ -13,6 +13,9 @@
  *   and the REST API run; the row's figure, as it is not drowned by the calibration workers' own variation) and all
  *   its threads (process.cpuUsage, in the details), and RSS; each beside the same window with no client, per 100
  *   clients.
+ * - the clients' side: this process's CPU (cores) and event-loop busy fraction, the whole machine's busy cores
+ *   (os.cpus) and the load average: the 1,000 clients share the same cores as the service, and a client process
+ *   whose event loop is saturated adds its own queueing to the latency measured;
  * Then 100 clients plus one deliberately stalled client (subscribed to the same channels, its socket not read):
  * the 100 clients' p99 beside the run without it, and whether the service closed the stalled one (4008).
  * The clients only look for `"publishTimestamp":` in each frame (no JSON parse), so that this process's own load
@@ -23,6 +26,7 @@
  * handshakes from one address) and OVERLOAD_MAX_EVENT_LOOP_DELAY_MS=0 (on a loaded machine the overload guard would
  * answer the handshakes 503: the figure wanted is the stream's, not the guard's).
  */
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { SUPPORTED_PAIRS, SOURCES } from '../src/domain/markets.js';
@@ -103,6 +107,24 @@ interface Run {
   cores: number;
   main: number;
   rss: number;
+  /** This process (the measuring clients): CPU cores used, and its event loop's busy fraction. */
+  clientCores: number;
+  clientLoopBusy: number;
+  /** The whole machine's busy cores (os.cpus), and the 1-minute load average at the end of the window. */
+  machineCores: number;
+  load1: number;
+}
+
+/** Busy and total CPU time of the machine so far, ms (os.cpus: every core, every process). */
+function machineTimes(): { busy: number; total: number } {
+  let busy = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    const t = c.times;
+    busy += t.user + t.nice + t.sys + t.irq;
+    total += t.user + t.nice + t.sys + t.irq + t.idle;
+  }
+  return { busy, total };
 }
 
 async function measure(child: ReturnType<typeof forkBuilt>, clients: Client[], windowS: number): Promise<Omit<Run, 'n'>> {
@@ -114,13 +136,16 @@ async function measure(child: ReturnType<typeof forkBuilt>, clients: Client[], w
   }
   const s0 = await ask<Stats>(child, 'stats');
   const t0 = nowMs();
+  const [c0, e0, m0] = [process.cpuUsage(), performance.eventLoopUtilization(), machineTimes()];
   await sleep(windowS * 1000);
+  const [c1, e1, m1] = [process.cpuUsage(c0), performance.eventLoopUtilization(e0), machineTimes()];
   const s1 = await ask<Stats>(child, 'stats');
   const wall = nowMs() - t0;
+  const client = { clientCores: (c1.user + c1.system) / 1000 / wall, clientLoopBusy: e1.utilization, machineCores: ((m1.busy - m0.busy) / (m1.total - m0.total)) * cpus().length, load1: loadavg()[0]! };
   for (const c of clients) c.recording = false;
   const lat = clients.flatMap((c) => c.lat);
   const msgs = clients.reduce((a, c) => a + c.messages, 0);
-  return { p50: lat.length ? quantile(lat, 0.5) : NaN, p99: lat.length ? quantile(lat, 0.99) : NaN, msgsPerS: (msgs / wall) * 1000, cores: cores(s0, s1, wall), main: mainBusy(s0, s1), rss: s1.memory.rss };
+  return { p50: lat.length ? quantile(lat, 0.5) : NaN, p99: lat.length ? quantile(lat, 0.99) : NaN, msgsPerS: (msgs / wall) * 1000, cores: cores(s0, s1, wall), main: mainBusy(s0, s1), rss: s1.memory.rss, ...client };
 }
 
 /** Run the streaming benchmark. */
@@ -157,7 +182,7 @@ export async function runStreaming(): Promise<{ rows: BenchRow[]; notes: string[
         ratio: null,
         target: is1000 ? 'p99 < 25 ms' : null,
         met: is1000 ? r.p99 < 25 : null,
-        extra: { p50Ms: r.p50, msgsPerS: r.msgsPerS, serviceCores: r.cores, serviceCoresNoClient: base.cores, extraCoresPer100: (extraCores / n) * 100, mainThreadBusy: r.main, mainThreadBusyNoClient: base.main, extraMainPer100: (extraMain / n) * 100, rssMB: r.rss / 2 ** 20, rssNoClientMB: base.rss / 2 ** 20, rssPer100MB: ((r.rss - base.rss) / 2 ** 20 / n) * 100 },
+        extra: { p50Ms: r.p50, msgsPerS: r.msgsPerS, serviceCores: r.cores, serviceCoresNoClient: base.cores, extraCoresPer100: (extraCores / n) * 100, mainThreadBusy: r.main, mainThreadBusyNoClient: base.main, extraMainPer100: (extraMain / n) * 100, rssMB: r.rss / 2 ** 20, rssNoClientMB: base.rss / 2 ** 20, rssPer100MB: ((r.rss - base.rss) / 2 ** 20 / n) * 100, serviceMainUsPerMessage: (extraMain / Math.max(r.msgsPerS, 1e-9)) * 1e6, benchClientsCores: r.clientCores, benchClientsLoopBusy: r.clientLoopBusy, machineBusyCores: r.machineCores, machineCores: cpus().length, loadAvg1: r.load1 },
       });
       rows.push({
         section: 'streaming',
@@ -203,7 +228,7 @@ export async function runStreaming(): Promise<{ rows: BenchRow[]; notes: string[
       extra: { p50Ms: withStalled.p50, p50WithoutMs: plain.p50, stalledClosedBy4008: closed ? `yes, within ${stalledAfterS.toFixed(0)} s of the stall` : `no, still open after ${stalledAfterS.toFixed(0)} s` },
     });
     for (const c of [...clients, stalled!]) c.ws.terminate();
-    notes.push(`streaming: window ${windowS} s per run; no client: service ${base.cores.toFixed(3)} cores (all threads), main thread ${base.main.toFixed(3)} busy, RSS ${(base.rss / 2 ** 20).toFixed(0)} MB`);
+    notes.push(`streaming: window ${windowS} s per run; no client: service ${base.cores.toFixed(3)} cores (all threads), main thread ${base.main.toFixed(3)} busy, RSS ${(base.rss / 2 ** 20).toFixed(0)} MB; machine ${base.machineCores.toFixed(2)} of ${cpus().length} cores busy, load average ${base.load1.toFixed(1)}`);
   } finally {
     await stopChild(child);
   }

@@ -7,8 +7,8 @@
  * started service (test/integration/stream.test.ts).
  */
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseChannel } from '../../src/api/stream/channels.js';
-import { StreamHub, filterData, type Item, type StreamTransport } from '../../src/api/stream/hub.js';
+import { MAX_IV_POINTS, parseChannel } from '../../src/api/stream/channels.js';
+import { StreamHub, filterData, framePayload, textFrame, type Item, type StreamTransport } from '../../src/api/stream/hub.js';
 import { parseSubscribe } from '../../src/api/stream/rpc.js';
 import { parseEventId } from '../../src/api/routes/stream.js';
 import { asyncApiDocument } from '../../src/api/stream/asyncapi.js';
@@ -37,7 +37,8 @@ function fakeTransport() {
     closedWith: null as null | { code: number; reason: string },
     buffered: () => (t.blocked ? 1e12 : 0),
     write: (sub: { state: { channel: { name: string } } }, item: Item, text: string | Buffer) => {
-      sent.push({ channel: sub.state.channel.name, text: text.toString(), item });
+      // WebSocket messages are complete frames (RFC 6455): the JSON is their payload
+      sent.push({ channel: sub.state.channel.name, text: typeof text === 'string' ? text : framePayload(text).toString('utf8'), item });
       return text.length;
     },
     close: (code: number, reason: string) => {
@@ -155,6 +156,58 @@ describe('the hub', () => {
     expect(sent).toHaveLength(1);
   });
 
+  it('iv channel with a list of points: one message carries every point; sent when ANY point moved by more than the threshold', async () => {
+    const h = hub();
+    const { t, sent } = fakeTransport();
+    const s = h.openSession(t, 'ip:test')!;
+    const expiry = market.expiries[3]!;
+    const T = (expiry - base.observationTimestamp) / (365 * 86400);
+    const F = base.forwardCurve.forward(T);
+    const strikes = [Math.round(F * 0.9), Math.round(F), Math.round(F * 1.1)];
+    const name = `iv.DERIBIT.BTC-USD.SVI.strike.${expiry}.${strikes.join('_')}`;
+    expect(h.subscribe(s, (parseChannel(name) as { channel: never }).channel, { threshold: 0.001 })).toBe('current');
+    await turn();
+    // the reference: the calibrated surface read directly at (T, K, F)
+    const refVols = (shift: (K: number) => number) => strikes.map((K) => base.surface.impliedVol(T, K, F) + shift(K));
+    const vols = (x: { text: string }) => data(x).points.map((p: { impliedVolatility: number }) => p.impliedVolatility);
+    expect(data(sent[0]!).points.map((p: { strike: number }) => p.strike)).toEqual(strikes);
+    for (const [i, v] of vols(sent[0]!).entries()) expect(v).toBeCloseTo(refVols(() => 0)[i]!, 12);
+    expect(data(sent[0]!)).toMatchObject({ expirationTimestamp: expiry, sequence: seq });
+    expect(data(sent[0]!).forwardPrice).toBeCloseTo(F, 8);
+    // a smile shifted by `shift`, published as the next sequence (not put into the cache: the other tests read it)
+    const publishShifted = (shift: (K: number) => number) => {
+      seq++;
+      const surface = { ...base.surface, totalVarianceAt: undefined, impliedVol: (tt: number, K: number, f: number) => base.surface.impliedVol(tt, K, f) + shift(K) };
+      market.cache.updates$.next({ type: 'surface', snapshot: { ...base, sequence: seq, surface } as SurfaceSnapshot });
+      return seq;
+    };
+    publishShifted(() => 0.0005); // every point 0.05 vol pt: below the threshold
+    await turn();
+    expect(sent).toHaveLength(1);
+    const wing = (K: number) => (K > F * 1.05 ? 0.002 : 0);
+    const moved = publishShifted(wing); // one point 0.2 vol pt: the whole list goes out
+    await turn();
+    expect(sent).toHaveLength(2);
+    expect(data(sent[1]!).sequence).toBe(moved);
+    for (const [i, v] of vols(sent[1]!).entries()) expect(v).toBeCloseTo(refVols(wing)[i]!, 12);
+    publishShifted((K) => wing(K) + 0.0009); // 0.09 vol pt from the last SENT: held back again
+    await turn();
+    expect(sent).toHaveLength(2);
+    recalibrate(); // the cache's current surface carries the newest sequence again
+  });
+
+  it('iv list limits: at most MAX_IV_POINTS distinct points per channel, refused with the reason (-32602 data)', () => {
+    const e = market.expiries[3]!;
+    const values = (n: number) => Array.from({ length: n }, (_, i) => (0.05 + i * 0.05).toFixed(2)).join('_');
+    expect(parseChannel(`iv.DERIBIT.BTC-USD.SVI.delta.${e}.${values(MAX_IV_POINTS)}`)).toMatchObject({ channel: { kind: 'iv', values: expect.any(Array) } });
+    expect((parseChannel(`iv.DERIBIT.BTC-USD.SVI.delta.${e}.${values(MAX_IV_POINTS)}`) as unknown as { channel: { values: number[] } }).channel.values).toHaveLength(MAX_IV_POINTS);
+    const over = parseSubscribe({ channels: [`iv.DERIBIT.BTC-USD.SVI.delta.${e}.${values(MAX_IV_POINTS + 1)}`] });
+    expect(over).toMatchObject({ data: { channels: [{ reason: expect.stringContaining(`at most ${MAX_IV_POINTS} points`) }] } });
+    expect(parseChannel(`iv.DERIBIT.BTC-USD.SVI.strike.${e}.90000_90000`)).toMatchObject({ error: expect.stringContaining('twice') });
+    expect(parseChannel(`iv.DERIBIT.BTC-USD.SVI.delta.${e}.0.25_1.5`)).toHaveProperty('error');
+    expect(parseChannel(`iv.DERIBIT.BTC-USD.SVI.strike.${e}.90000_`)).toHaveProperty('error');
+  });
+
   it('resume: the kept updates after `since` in order; older than kept: the current one with reset; a blocked socket conflates live updates', async () => {
     const h = hub({ resumeDepth: 3, stallMs: 60_000 });
     const a = fakeTransport();
@@ -209,6 +262,32 @@ describe('the hub', () => {
     expect(others).toEqual([999_999, next]);
     expect(sent.map((x) => data(x).sequence).at(-1)).toBe(next);
     expect((await h.registry.getSingleMetric('volsurf_stream_render_errors_total')!.get()).values[0]!.value).toBe(1);
+  });
+
+  it('status: an unchanged status is sent again every statusRepeatMs with the same sequence (never silent)', async () => {
+    const h = hub({ statusCheckMs: 10, statusRepeatMs: 40 });
+    const { t, sent } = fakeTransport();
+    h.subscribe(h.openSession(t, 'ip:test')!, { kind: 'status', name: 'status' }, {});
+    for (let i = 0; i < 400 && sent.length < 4; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(sent.length).toBeGreaterThanOrEqual(4);
+    const seqs = sent.map((x) => data(x).sequence);
+    expect(new Set(seqs).size).toBe(1);
+    expect(sent.map((x) => Object.keys(data(x)).sort())).toEqual(sent.map(() => ['feeds', 'held', 'observationTimestamp', 'pairs', 'publishTimestamp', 'sequence']));
+    expect(data(sent.at(-1)!).pairs).toEqual(data(sent[0]!).pairs);
+  });
+
+  it('textFrame: the RFC 6455 header of each payload length class, the payload as UTF-8', () => {
+    for (const n of [0, 125, 126, 65535, 65536, 200_000]) {
+      const text = 'é'.repeat(Math.floor(n / 2)) + 'x'.repeat(n % 2);
+      const f = textFrame(text);
+      expect(f[0]).toBe(0x81); // FIN, text, no RSV
+      const len = Buffer.byteLength(text);
+      if (len <= 125) expect(f[1]).toBe(len);
+      else if (len <= 65535) expect([f[1], f.readUInt16BE(2)]).toEqual([126, len]);
+      else expect([f[1], f.readUInt32BE(2), f.readUInt32BE(6)]).toEqual([127, 0, len]);
+      expect(framePayload(f).toString('utf8')).toBe(text);
+      expect(f.length).toBe(len + (len <= 125 ? 2 : len <= 65535 ? 4 : 10));
+    }
   });
 
   it('connections per owner are limited', () => {

@@ -96,7 +96,7 @@ describe('streaming API, no API keys', () => {
   const publishedAfter = (s: number) => published.filter((x) => x > s);
 
   beforeAll(async () => {
-    svc = await startTestService({ STREAM_STALL_MS: '1500', STREAM_MAX_BUFFERED_BYTES: '16384', STREAM_MAX_MESSAGE_BYTES: '4096', STREAM_CLOSE_GRACE_MS: '120000' });
+    svc = await startTestService({ STREAM_STALL_MS: '1500', STREAM_MAX_BUFFERED_BYTES: '16384', STREAM_MAX_MESSAGE_BYTES: '4096', STREAM_CLOSE_GRACE_MS: '120000', STREAM_STATUS_REPEAT_S: '1' });
     WS = `${svc.url.replace(/^http/, 'ws')}/api/v1/ws`;
     tap = svc.cache.updates$.subscribe((u) => {
       if (u.type === 'surface' && u.snapshot.source === 'DERIBIT' && u.snapshot.pair.base === 'BTC' && u.snapshot.pair.quote === 'USD' && u.snapshot.model === 'SVI') published.push(u.snapshot.sequence);
@@ -184,6 +184,69 @@ describe('streaming API, no API keys', () => {
     d.close();
   }, 90_000);
 
+  it('iv channels with a list of points: the pushed vols are REST byStrike/byDelta of the same surface; a threshold holds small moves back', async () => {
+    const surf = (await http('GET', `${svc.url}/api/v1/global/data/surface?${PAIR_Q}`)).body;
+    const { expirationTimestamp: expiry, forwardPrice: F } = surf.expiries[1];
+    const strikes = [Math.round(F * 0.9), Math.round(F), Math.round(F * 1.1)];
+    const deltas = [0.25, 0.5, 0.75];
+    const byStrike = `iv.DERIBIT.BTC-USD.SVI.strike.${expiry}.${strikes.join('_')}`;
+    const byDelta = `iv.XCHG_A.BTC-USD.SVI.delta.${expiry}.${deltas.join('_')}`;
+    const c = await StreamClient.connect(WS);
+    const r = await c.request('public/subscribe', { channels: [byStrike, byDelta], threshold: 0 });
+    expect(r.result).toEqual([byStrike, byDelta.replace('XCHG_A', 'DERIBIT')]);
+    // the same surface sequence: the REST answer's observationTimestamp is that of one pushed message
+    const common = { baseCurrency: 'BTC', quoteCurrency: 'USD', source: 'DERIBIT', volatilityModel: 'SVI', expirationTimestamp: expiry };
+    let matched = 0;
+    for (let attempt = 0; attempt < 20 && matched < 2; attempt++) {
+      matched = 0;
+      const rs = await http('POST', `${svc.url}/api/v1/global/data/iV/byStrike`, strikes.map((strike, i) => ({ ...common, instrumentId: `k${i}`, strike })));
+      const rd = await http('POST', `${svc.url}/api/v1/global/data/iV/byDelta`, deltas.map((delta, i) => ({ ...common, instrumentId: `d${i}`, delta })));
+      expect([rs.status, rd.status]).toEqual([200, 200]);
+      for (const [channel, rest, key, values] of [[byStrike, rs.body, 'strike', strikes], [byDelta.replace('XCHG_A', 'DERIBIT'), rd.body, 'delta', deltas]] as const) {
+        const obs = rest[0].observationTimestamp;
+        await c.until(() => c.of(channel).some((n) => n.data.observationTimestamp >= obs), 30_000, `${channel} at ${obs}`);
+        const note = c.of(channel).find((n) => n.data.observationTimestamp === obs);
+        if (!note) continue;
+        expect(note.data.points.map((p: Record<string, number>) => p[key])).toEqual([...values]);
+        note.data.points.forEach((p: { impliedVolatility: number }, i: number) => expect(p.impliedVolatility).toBe(rest[i].impliedVolatility));
+        expect(note.data.forwardPrice).toBe(rest[0].forwardPrice);
+        expect(note.data.spotPrice).toBe(rest[0].spotPrice);
+        matched++;
+      }
+    }
+    expect(matched).toBe(2);
+    // threshold 10 (1,000 vol points): the first message only, while a threshold-0 client gets the moves
+    const held = await StreamClient.connect(WS);
+    await held.request('public/subscribe', { channels: [byStrike], threshold: 10 });
+    const n0 = c.of(byStrike).length;
+    await c.until(() => c.of(byStrike).length >= n0 + 3, 60_000, '3 more moves of the strike list');
+    await held.request('public/test');
+    expect(held.of(byStrike)).toHaveLength(1);
+    // more points than allowed: -32602 naming the limit; nothing subscribed
+    const tooMany = Array.from({ length: 17 }, (_, i) => (0.05 + i * 0.05).toFixed(2)).join('_');
+    const refused = await c.request('public/subscribe', { channels: [`iv.DERIBIT.BTC-USD.SVI.delta.${expiry}.${tooMany}`] });
+    expect(refused.error.code).toBe(-32602);
+    expect(refused.error.data.channels[0].reason).toMatch(/at most 16 points/);
+    c.close();
+    held.close();
+  }, 120_000);
+
+  it('pre-framed writes: a filtered subscription and an unfiltered one on two sockets carry the same sequences and numbers', async () => {
+    const all = await StreamClient.connect(WS);
+    const some = await StreamClient.connect(WS);
+    await all.request('public/subscribe', { channels: [CH] });
+    await some.request('public/subscribe', { channels: [CH], fields: ['spotPrice'] });
+    await some.until(() => some.of(CH).length >= 3, 60_000, '3 filtered surfaces');
+    for (const n of some.of(CH)) {
+      expect(Object.keys(n.data).sort()).toEqual(['baseCurrency', 'observationTimestamp', 'publishTimestamp', 'quoteCurrency', 'sequence', 'source', 'spotPrice', 'volatilityModel']);
+      const full = await all.until(() => all.of(CH).find((x) => x.data.sequence === n.data.sequence), 30_000, `surface ${n.data.sequence} unfiltered`);
+      expect(n.data.spotPrice).toBe(full.data.spotPrice);
+      expect(n.data.publishTimestamp).toBe(full.data.publishTimestamp);
+    }
+    all.close();
+    some.close();
+  }, 90_000);
+
   it('SSE twin: the same channel and sequences; Last-Event-ID resumes with no gap and no duplicate', async () => {
     const url = `${svc.url}/api/v1/stream?channels=${encodeURIComponent('surface.XCHG_A.BTC-USD.SVI')}`;
     const firstEvents = await readSse(url, {}, (ev) => ev.length >= 2);
@@ -242,6 +305,20 @@ describe('streaming API, no API keys', () => {
     expect(c.closed).toBeNull();
     c.close();
   }, 120_000);
+
+  it('status is repeated while nothing changes (STREAM_STATUS_REPEAT_S=1): same sequence, a later check time', async () => {
+    const c = await StreamClient.connect(WS);
+    await c.request('public/subscribe', { channels: ['status'] });
+    await c.until(() => c.of('status').length >= 4, 30_000, '4 status messages');
+    const notes = c.of('status').map((n) => n.data);
+    // consecutive messages with the same sequence: repeats, not changes
+    const repeats = notes.slice(1).filter((d, i) => d.sequence === notes[i]!.sequence);
+    expect(repeats.length).toBeGreaterThanOrEqual(2);
+    for (let i = 1; i < notes.length; i++) expect(notes[i]!.observationTimestamp).toBeGreaterThanOrEqual(notes[i - 1]!.observationTimestamp);
+    expect(notes.at(-1)!.observationTimestamp).toBeGreaterThan(notes[0]!.observationTimestamp);
+    expect(notes.at(-1)!.feeds).toEqual([{ source: 'DERIBIT', connected: true, since: expect.any(Number) }]);
+    c.close();
+  }, 60_000);
 
   it('heartbeat: a test_request every interval; answered it keeps the socket, unanswered it closes it (4000)', async () => {
     const c = await StreamClient.connect(WS);

@@ -106,8 +106,22 @@ const CHANNELS: Record<string, { address: string; description: string; message: 
   },
   iv: {
     address: 'iv.{source}.{pair}.{model}.{by}.{expiry}.{value}',
-    description: 'The implied vol at one strike or call delta of one expiry, sent when it moved by more than the subscription\'s threshold',
-    message: notification('iv', 'Implied vol at a point', { ...pairProps, expirationTimestamp: num('Expiry, Unix s'), strike: num('Strike'), delta: num('Call delta (delta channels)'), impliedVolatility: num('Fraction'), forwardPrice: num('Forward'), spotPrice: num('Spot') }),
+    description:
+      'The implied vol at one strike or call delta of one expiry, or at a list of them: {value} is one positive decimal or up to 16 joined by _ (iv.DERIBIT.BTC-USD.SVI.delta.1798099200.0.25_0.5_0.75; more is a -32602 error). One message carries every point of the list (points[]), sent when any point moved by more than the subscription\'s threshold since the last message',
+    message: notification('iv', 'Implied vol at a point, or at every point of a list', {
+      ...pairProps,
+      expirationTimestamp: num('Expiry, Unix s'),
+      strike: num('Strike (single-point channels)'),
+      delta: num('Call delta (single-point delta channels)'),
+      impliedVolatility: num('Fraction (single-point channels)'),
+      points: {
+        type: 'array',
+        description: 'List channels: one per value of the channel, in its order',
+        items: { type: 'object', properties: { strike: num('Strike (given, or solved from the delta)'), delta: num('Call delta (delta channels)'), impliedVolatility: num('Fraction') } },
+      },
+      forwardPrice: num('Forward'),
+      spotPrice: num('Spot'),
+    }),
   },
   forwardCurve: {
     address: 'forward_curve.{source}.{pair}',
@@ -121,7 +135,7 @@ const CHANNELS: Record<string, { address: string; description: string; message: 
   },
   status: {
     address: 'status',
-    description: 'Feeds connected or not and every pair served, stale or warming up, with since when; sent at every change',
+    description: 'Feeds connected or not and every pair served, stale or warming up, with since when; sent at every change (next sequence) and, unchanged, again every STREAM_STATUS_REPEAT_S seconds (default 30; same sequence, new observationTimestamp): never silent',
     message: notification('status', 'Service status', { held: str('Process-wide hold, or null'), feeds: { type: 'array', items: { type: 'object' } }, pairs: { type: 'array', items: { type: 'object' } } }),
   },
 };

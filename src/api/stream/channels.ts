@@ -6,6 +6,8 @@
  * - `iv_summary.{SOURCE}.{BASE}-{QUOTE}.{MODEL}`: the REST `iVSummary` answer;
  * - `iv.{SOURCE}.{BASE}-{QUOTE}.{MODEL}.{strike|delta}.{EXPIRY}.{VALUE}`: the implied vol at one strike (quote
  *   currency) or one forward Black call delta (0 < delta < 1) of one listed or interpolated expiry (Unix seconds);
+ *   VALUE may be a list of up to {@link MAX_IV_POINTS} values joined by `_` (`...delta.1798099200.0.25_0.5_0.75`):
+ *   one notification then carries every point (`points[]`);
  * - `forward_curve.{SOURCE}.{BASE}-{QUOTE}`: the REST `forwardCurve` answer;
  * - `funding.{SOURCE}.{INSTRUMENT}`: each new funding point of a perpetual (e.g. `BTC-PERPETUAL`);
  * - `status`: feeds connected or not and each pair served, stale or warming up, with since when.
@@ -31,15 +33,23 @@ export type Channel =
       readonly by: 'strike' | 'delta';
       /** Expiry, Unix seconds. */
       readonly expirationTimestamp: number;
-      /** Strike (quote currency) or call delta (fraction). */
+      /** Strike (quote currency) or call delta (fraction); the first of {@link values}. */
       readonly value: number;
+      /** Every point of the channel, in the order named (one for the single form, up to {@link MAX_IV_POINTS}). */
+      readonly values: readonly number[];
     }
   | { readonly kind: 'forward_curve'; readonly name: string; readonly source: Source; readonly pair: Pair }
   | { readonly kind: 'funding'; readonly name: string; readonly source: Source; readonly instrumentId: string }
   | { readonly kind: 'status'; readonly name: 'status' };
 
-/** Longest channel name accepted, characters. */
-export const MAX_CHANNEL_LENGTH = 200;
+/** Longest channel name accepted, characters (room for a list of {@link MAX_IV_POINTS} strikes). */
+export const MAX_CHANNEL_LENGTH = 320;
+
+/** Most points of one `iv` channel (`VALUE` as a `_`-separated list); more is a malformed channel (JSON-RPC -32602). */
+export const MAX_IV_POINTS = 16;
+
+/** Separator of the values of an `iv` channel's point list. */
+export const IV_POINT_SEPARATOR = '_';
 
 /** The surface/iv_summary channel of a snapshot key, canonical. */
 export function surfaceChannelName(kind: 'surface' | 'iv_summary', source: Source, pair: Pair, model: VolatilityModel): string {
@@ -94,10 +104,24 @@ export function parseChannel(raw: unknown): { readonly channel: Channel } | { re
   const expiry = Number(parts[5]);
   if (!/^\d{9,10}$/.test(parts[5] ?? '') || !Number.isSafeInteger(expiry)) return { error: 'iv channel: EXPIRY is Unix seconds' };
   const valueText = parts.slice(6).join('.');
-  const value = Number(valueText);
-  if (!/^\d+(\.\d+)?$/.test(valueText) || !Number.isFinite(value) || value <= 0) return { error: 'iv channel: VALUE is a positive decimal number' };
-  if (by === 'delta' && !(value < 1)) return { error: 'iv channel: a delta is between 0 and 1 (forward Black call delta)' };
+  const values = ivValues(by, valueText);
+  if (typeof values === 'string') return { error: values };
   return {
-    channel: { kind: 'iv', name: `iv.${source}.${pair.base}-${pair.quote}.${model}.${by}.${expiry}.${valueText}`, source, pair, model: model as VolatilityModel, by, expirationTimestamp: expiry, value },
+    channel: { kind: 'iv', name: `iv.${source}.${pair.base}-${pair.quote}.${model}.${by}.${expiry}.${valueText}`, source, pair, model: model as VolatilityModel, by, expirationTimestamp: expiry, value: values[0]!, values },
   };
+}
+
+/** The VALUE part of an iv channel: one positive decimal or up to MAX_IV_POINTS of them joined by `_`, distinct; deltas in (0, 1). */
+function ivValues(by: 'strike' | 'delta', text: string): number[] | string {
+  const texts = text.split(IV_POINT_SEPARATOR);
+  if (texts.length > MAX_IV_POINTS) return `iv channel: at most ${MAX_IV_POINTS} points per channel (VALUE list of ${texts.length})`;
+  const values: number[] = [];
+  for (const t of texts) {
+    const v = Number(t);
+    if (!/^\d+(\.\d+)?$/.test(t) || !Number.isFinite(v) || v <= 0) return 'iv channel: VALUE is a positive decimal number, or several joined by _';
+    if (by === 'delta' && !(v < 1)) return 'iv channel: a delta is between 0 and 1 (forward Black call delta)';
+    if (values.includes(v)) return `iv channel: point ${t} named twice`;
+    values.push(v);
+  }
+  return values;
 }

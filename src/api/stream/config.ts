@@ -26,6 +26,8 @@ export const STREAM_CONFIG_SHAPE = {
   STREAM_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** ms between the close frame sent to a slow consumer (or any close) and the socket destroyed if the peer does not read it. */
   STREAM_CLOSE_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
+  /** s between two sends of the `status` channel when nothing changed (the current status again, same sequence, new check time): a client hearing nothing for longer knows the service or its connection is silent. */
+  STREAM_STATUS_REPEAT_S: z.coerce.number().min(1).max(3600).default(30),
 };
 
 /** Limits and timings of the stream hub (see {@link STREAM_CONFIG_SHAPE} for each). */
@@ -43,6 +45,8 @@ export interface StreamLimits {
   readonly closeGraceMs: number;
   /** ms between checks of the `status` channel (feeds connected, pairs stale; default 1000). */
   readonly statusCheckMs: number;
+  /** ms after the last `status` message at which the unchanged status is sent again (STREAM_STATUS_REPEAT_S x 1000; default 30000). */
+  readonly statusRepeatMs: number;
 }
 
 /** The documented defaults. */
@@ -58,6 +62,7 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   authTimeoutMs: 10_000,
   closeGraceMs: 5_000,
   statusCheckMs: 1_000,
+  statusRepeatMs: 30_000,
 };
 
 /** The limits of a loaded configuration. */
@@ -74,5 +79,6 @@ export function streamLimitsFromConfig(c: { [K in keyof typeof STREAM_CONFIG_SHA
     resumeWindowS: c.STREAM_RESUME_WINDOW_S,
     authTimeoutMs: c.STREAM_AUTH_TIMEOUT_MS,
     closeGraceMs: c.STREAM_CLOSE_GRACE_MS,
+    statusRepeatMs: c.STREAM_STATUS_REPEAT_S * 1000,
   };
 }

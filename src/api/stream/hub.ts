@@ -3,7 +3,7 @@
  * streaming API (WebSocket /api/v1/ws and SSE /api/v1/stream; docs/streaming.md).
  *
  * - Each channel (./channels.ts) has one state: its newest document (an {@link Entry}, rendered ONCE per update
- *   and shared by every subscriber, its WebSocket frame too) and, for the surface, iv_summary and forward_curve
+ *   and shared by every subscriber, its complete WebSocket frame too: {@link textFrame}) and, for the surface, iv_summary and forward_curve
  *   channels, a ring of the last `resumeDepth` entries for resume. A channel records only while it has
  *   subscribers and for `resumeWindowS` after its last one left: the cost is that of the channels in use.
  * - Sequences are the snapshots' own (`SurfaceSnapshot.sequence`, `ForwardCurveSnapshot.sequence`: what the REST
@@ -35,12 +35,17 @@ export interface Entry {
   readonly json: string;
   /** `data` as an object while it may still be filtered live (dropped once superseded); else parsed from `json`. */
   data: Record<string, unknown> | null;
-  /** The implied vol of an `iv` entry (its threshold test), else null. */
-  readonly vol: number | null;
-  /** The unfiltered WebSocket notification as UTF-8 bytes, built on first use and written as is to every subscriber. */
+  /** The implied vols of an `iv` entry, one per point of the channel (its threshold test), else null. */
+  readonly vols: readonly number[] | null;
+  /**
+   * The unfiltered WebSocket notification as one complete text frame (RFC 6455 header + UTF-8 payload, see
+   * {@link textFrame}), built on first use and written as is to every subscriber's socket.
+   */
   frame: Buffer | null;
-  /** Filtered renderings of `data` by filter key, built on first use. */
-  variants: Map<string, string> | null;
+  /** Filtered renderings of `data` by filter key (the JSON, and its WebSocket frame once built), built on first use. */
+  variants: Map<string, { readonly json: string; frame: Buffer | null }> | null;
+  /** The live (not reset, not replay) queue item of this entry, shared by every subscription that queues it. */
+  live: Item | null;
 }
 
 /** Options of one subscription (public/subscribe params, or the SSE query). */
@@ -51,7 +56,7 @@ export interface SubscribeOptions {
   readonly fields?: readonly string[];
   /** Expiries (Unix s) to keep in `expiries` / `volatilityListed`; absent = all. */
   readonly expiries?: readonly number[];
-  /** `iv` channels: send only when the vol moved by more than this (fraction) since the last one sent. Default 0. */
+  /** `iv` channels: send only when a point's vol moved by more than this (fraction) since the last one sent. Default 0. */
   readonly threshold?: number;
 }
 
@@ -69,7 +74,10 @@ export interface StreamTransport {
   readonly kind: 'ws' | 'sse';
   /** Bytes queued in the socket and not yet written to the kernel. */
   buffered(): number;
-  /** Write one message of `sub` (a shared UTF-8 WebSocket frame payload, or text); returns the bytes written. */
+  /**
+   * Write one message of `sub`: for WebSocket a complete text frame ({@link textFrame}, often shared by every
+   * subscriber: write it as is, never modify it); for SSE the `data` JSON. Returns the bytes written.
+   */
   write(sub: Subscription, item: Item, text: string | Buffer): number;
   /** Close with a code (RFC 6455 7.4; 4008 = slow consumer) and a reason. */
   close(code: number, reason: string): void;
@@ -94,6 +102,41 @@ export function notificationText(channel: string, dataJson: string): string {
   return `{"jsonrpc":"2.0","method":"subscription","params":{"channel":${JSON.stringify(channel)},"data":${dataJson}}}`;
 }
 
+/**
+ * One unmasked, unfragmented WebSocket text frame holding `text` (RFC 6455 section 5.2: FIN + opcode 1, payload
+ * length in 7, 7+16 or 7+64 bits, no mask from a server): built once per update and written to every subscriber's
+ * socket as it is, so that no per-client framing, encoding or copy happens (permessage-deflate is not offered by the
+ * service; a connection that negotiated an extension is sent the payload through `ws` instead).
+ */
+export function textFrame(text: string): Buffer {
+  const len = Buffer.byteLength(text, 'utf8');
+  const head = len > 0xffff ? 10 : len > 125 ? 4 : 2;
+  const buf = Buffer.allocUnsafe(head + len);
+  buf[0] = 0x81;
+  if (head === 2) buf[1] = len;
+  else if (head === 4) {
+    buf[1] = 126;
+    buf.writeUInt16BE(len, 2);
+  } else {
+    buf[1] = 127;
+    buf.writeUInt32BE(Math.floor(len / 2 ** 32), 2);
+    buf.writeUInt32BE(len >>> 0, 6);
+  }
+  buf.write(text, head, 'utf8');
+  return buf;
+}
+
+/** The payload (UTF-8 bytes, no copy) of a frame built by {@link textFrame}. */
+export function framePayload(frame: Buffer): Buffer {
+  const l = frame[1]! & 0x7f;
+  return frame.subarray(l === 127 ? 10 : l === 126 ? 4 : 2);
+}
+
+/** The shared live queue item of `e` (one object per update, not one per subscriber). */
+function liveItem(e: Entry): Item {
+  return (e.live ??= { entry: e, reset: false, replay: false });
+}
+
 /** Filter key of options (null: unfiltered). */
 function filterKey(o: SubscribeOptions): string | null {
   if (!o.fields?.length && !o.expiries?.length) return null;
@@ -114,6 +157,45 @@ export function filterData(data: Record<string, unknown>, o: SubscribeOptions): 
   return out;
 }
 
+/** Whether any vol of `now` differs from the same point of `last` by more than `threshold` (or the lists differ in length). */
+export function movedBeyond(now: readonly number[], last: readonly number[], threshold: number): boolean {
+  if (now.length !== last.length) return true;
+  for (let i = 0; i < now.length; i++) if (Math.abs(now[i]! - last[i]!) > threshold) return true;
+  return false;
+}
+
+/** One point of an `iv` notification: the strike (given, or solved from the delta), the delta asked for, the vol there. */
+export interface IvPoint {
+  readonly delta?: number;
+  /** Quote currency. */
+  readonly strike: number;
+  /** Fraction (0.55 = 55 %). */
+  readonly impliedVolatility: number;
+}
+
+/**
+ * The points of an iv channel on one expiry's smile, in the channel's order: the vol at each strike, or at the
+ * strike of each forward Black call delta (src/quant/strikeFromDelta.ts, as REST byDelta). Null when any point has
+ * no strike for its delta or no finite vol (nothing is sent for that surface).
+ */
+export function ivPoints(c: Extract<Channel, { kind: 'iv' }>, p: ReturnType<typeof expiryPoint>): IvPoint[] | null {
+  const out: IvPoint[] = [];
+  for (const value of c.values) {
+    let strike = value;
+    if (c.by === 'delta') {
+      try {
+        strike = strikeFromDelta(value, p.forward, Math.max(p.T, MIN_T_YEARS), p.vol);
+      } catch {
+        return null;
+      }
+    }
+    const vol = p.vol(strike);
+    if (!Number.isFinite(vol)) return null;
+    out.push(c.by === 'delta' ? { delta: value, strike, impliedVolatility: vol } : { strike, impliedVolatility: vol });
+  }
+  return out;
+}
+
 /** One channel of one session. */
 export class Subscription {
   readonly queue: Item[] = [];
@@ -126,7 +208,8 @@ export class Subscription {
   lastSentAt = -Infinity;
   /** Sequence of the newest message queued or sent. */
   lastSequence: number | null = null;
-  private lastVol: number | null = null;
+  /** The vols of the last `iv` message queued (threshold reference). */
+  private lastVols: readonly number[] | null = null;
   readonly key: string | null;
 
   constructor(
@@ -138,32 +221,34 @@ export class Subscription {
   }
 
   /**
-   * The text of `item` for this subscription's filters (`reset` added when set): the SSE `data` JSON, or the
-   * WebSocket notification (unfiltered: one Buffer shared by every subscriber, encoded once).
+   * The message of `item` for this subscription's filters (`reset` added when set): the SSE `data` JSON, or the
+   * complete WebSocket frame ({@link textFrame}; unfiltered: one Buffer shared by every subscriber, built once;
+   * filtered: one per distinct filter, cached on the entry).
    */
   render(item: Item, ws: boolean): string | Buffer {
     const e = item.entry;
     if (!this.key && !item.reset) {
       if (!ws) return e.json;
-      return (e.frame ??= Buffer.from(notificationText(e.channel, e.json), 'utf8'));
+      return (e.frame ??= textFrame(notificationText(e.channel, e.json)));
     }
-    let json: string;
+    let variant: { readonly json: string; frame: Buffer | null } | null = null;
     if (this.key) {
       const variants = (e.variants ??= new Map());
-      let v = variants.get(this.key);
-      if (v === undefined) {
-        v = JSON.stringify(filterData(e.data ?? (JSON.parse(e.json) as Record<string, unknown>), this.options));
-        variants.set(this.key, v);
+      variant = variants.get(this.key) ?? null;
+      if (!variant) {
+        variant = { json: JSON.stringify(filterData(e.data ?? (JSON.parse(e.json) as Record<string, unknown>), this.options)), frame: null };
+        variants.set(this.key, variant);
       }
-      json = v;
-    } else json = e.json;
-    if (item.reset) json = `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"reset":true}`;
-    return ws ? notificationText(e.channel, json) : json;
+      if (!item.reset) return ws ? (variant.frame ??= textFrame(notificationText(e.channel, variant.json))) : variant.json;
+    }
+    let json = variant ? variant.json : e.json;
+    json = `${json.slice(0, -1)}${json.length > 2 ? ',' : ''}"reset":true}`;
+    return ws ? textFrame(notificationText(e.channel, json)) : json;
   }
 
   /** A live update: threshold (iv), interval (held back, latest wins), then queued. */
   deliver(entry: Entry): void {
-    if (entry.vol !== null && this.lastVol !== null && Math.abs(entry.vol - this.lastVol) <= (this.options.threshold ?? 0)) return;
+    if (entry.vols !== null && this.lastVols !== null && !movedBeyond(entry.vols, this.lastVols, this.options.threshold ?? 0)) return;
     const interval = this.options.intervalMs ?? 0;
     if (interval > 0) {
       const due = this.lastSentAt + interval;
@@ -178,7 +263,7 @@ export class Subscription {
       }
       this.lastSentAt = Date.now(); // the interval runs from this one (not from its write)
     }
-    this.enqueue({ entry, reset: false, replay: false });
+    this.enqueue(liveItem(entry));
   }
 
   /** The interval is over ({@link StreamHub.releaseAt}): queue the newest update held back, if any. */
@@ -188,7 +273,7 @@ export class Subscription {
     this.held = null;
     if (!h || this.disposed) return;
     this.lastSentAt = Date.now();
-    this.enqueue({ entry: h, reset: false, replay: false });
+    this.enqueue(liveItem(h));
   }
 
   /**
@@ -204,7 +289,7 @@ export class Subscription {
       this.session.hub.countConflation(this.state.channel.kind);
     } else this.queue.push(item);
     this.lastSequence = item.entry.sequence;
-    if (item.entry.vol !== null) this.lastVol = item.entry.vol;
+    if (item.entry.vols !== null) this.lastVols = item.entry.vols;
     this.session.markDirty();
   }
 
@@ -418,6 +503,8 @@ export class StreamHub {
   private statusTimer: NodeJS.Timeout | null = null;
   private statusSeq = 0;
   private statusKey = '';
+  /** Wall ms of the last status published (a change, or a repeat). */
+  private statusSentAt = Date.now();
 
   constructor(
     readonly cache: MarketCache,
@@ -617,7 +704,7 @@ export class StreamHub {
     const latest = st.latest;
     if (!latest) return 'none';
     if (since === undefined) {
-      sub.enqueue({ entry: latest, reset: false, replay: false });
+      sub.enqueue(liveItem(latest));
       return 'current';
     }
     if (since === latest.sequence) return 'up-to-date';
@@ -678,6 +765,7 @@ export class StreamHub {
       old.data = null;
       old.frame = null;
       old.variants = null;
+      old.live = null;
     }
     st.latest = e;
     if (RECORDED.has(st.channel.kind)) {
@@ -692,9 +780,9 @@ export class StreamHub {
     for (const sub of st.subscribers) sub.deliver(e);
   }
 
-  private entry(channel: string, sequence: number, observationTimestamp: number, data: Record<string, unknown>, vol: number | null = null): Entry {
+  private entry(channel: string, sequence: number, observationTimestamp: number, data: Record<string, unknown>, vols: readonly number[] | null = null): Entry {
     const full = { ...data, sequence, observationTimestamp, publishTimestamp: this.cache.clock.now() };
-    return { channel, sequence, observationTimestamp, json: JSON.stringify(full), data: full, vol, frame: null, variants: null };
+    return { channel, sequence, observationTimestamp, json: JSON.stringify(full), data: full, vols, frame: null, variants: null, live: null };
   }
 
   private render(c: Extract<Channel, { kind: 'surface' | 'iv_summary' | 'iv' }>, snap: SurfaceSnapshot): Entry | null {
@@ -703,34 +791,11 @@ export class StreamHub {
       return this.entry(c.name, snap.sequence, snap.observationTimestamp, doc);
     }
     const p = expiryPoint(snap, c.expirationTimestamp);
-    let strike = c.value;
-    if (c.by === 'delta') {
-      try {
-        strike = strikeFromDelta(c.value, p.forward, Math.max(p.T, MIN_T_YEARS), p.vol);
-      } catch {
-        return null; // no strike has that delta on this smile: nothing to send
-      }
-    }
-    const vol = p.vol(strike);
-    if (!Number.isFinite(vol)) return null;
-    return this.entry(
-      c.name,
-      snap.sequence,
-      snap.observationTimestamp,
-      {
-        source: c.source,
-        baseCurrency: c.pair.base,
-        quoteCurrency: c.pair.quote,
-        volatilityModel: c.model,
-        expirationTimestamp: c.expirationTimestamp,
-        ...(c.by === 'delta' ? { delta: c.value } : {}),
-        strike,
-        impliedVolatility: vol,
-        forwardPrice: p.forward,
-        spotPrice: p.spot,
-      },
-      vol,
-    );
+    const points = ivPoints(c, p);
+    if (!points) return null;
+    const at = points.length === 1 ? { ...(c.by === 'delta' ? { delta: c.value } : {}), strike: points[0]!.strike, impliedVolatility: points[0]!.impliedVolatility } : { points };
+    const doc = { source: c.source, baseCurrency: c.pair.base, quoteCurrency: c.pair.quote, volatilityModel: c.model, expirationTimestamp: c.expirationTimestamp, ...at, forwardPrice: p.forward, spotPrice: p.spot };
+    return this.entry(c.name, snap.sequence, snap.observationTimestamp, doc, points.map((x) => x.impliedVolatility));
   }
 
   private renderCurve(name: string, fc: ForwardCurveSnapshot): Entry {
@@ -791,13 +856,19 @@ export class StreamHub {
     return this.entry('status', this.statusSeq, this.cache.clock.now(), doc);
   }
 
-  /** Check the status for a change (published on the `status` channel with the next sequence). */
+  /**
+   * Check the status: a change is published on the `status` channel with the next sequence; an unchanged status is
+   * published again (same sequence, the check's time as observationTimestamp) once `statusRepeatMs` passed since the
+   * last one, so that the channel is never silent for longer than that while the service runs.
+   */
   checkStatus(): void {
     const doc = this.statusDoc();
     const key = JSON.stringify(doc);
-    if (key === this.statusKey) return;
+    const now = Date.now();
+    if (key === this.statusKey && now - this.statusSentAt < this.limits.statusRepeatMs) return;
+    if (key !== this.statusKey) this.statusSeq++;
     this.statusKey = key;
-    this.statusSeq++;
+    this.statusSentAt = now;
     const st = this.states.get('status');
     if (st) this.publish(st, this.statusEntry(doc));
   }

@@ -25,7 +25,7 @@ import type { WebSocket } from 'ws';
 import type { Clock } from '../../domain/clock.js';
 import type { KeyRing } from '../plugins/security.js';
 import { parseChannel, type Channel } from './channels.js';
-import type { Session, StreamHub, StreamTransport, SubscribeOptions } from './hub.js';
+import { framePayload, type Session, type StreamHub, type StreamTransport, type SubscribeOptions } from './hub.js';
 
 /** JSON-RPC error codes of the WebSocket API (module docstring). */
 export const RPC_ERRORS = {
@@ -142,15 +142,23 @@ class RpcConnection {
     this.limits = ctx.hub.limits;
     this.keyId = ctx.headerKeyId;
     this.tokens = this.limits.maxRequestsPerS * 2;
-    /** The ws socket's net.Socket (ws keeps it in `_socket`), for cork/uncork around a flush. */
-    const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void } })._socket;
+    /** The ws socket's net.Socket (ws keeps it in `_socket`), for cork/uncork around a flush and the pre-framed writes. */
+    const raw = () => (socket as unknown as { _socket?: { cork(): void; uncork(): void; write(b: Buffer): boolean } })._socket;
+    // no extension negotiated (the service offers no permessage-deflate): ws's Sender writes every frame at once and
+    // holds none back, so a complete frame may go to the socket directly, between any two of ws's own frames
+    const plain = socket.extensions === '';
     this.transport = {
       kind: 'ws',
       buffered: () => socket.bufferedAmount,
-      write: (_sub, _item, text) => {
-        // a Buffer is the shared, already encoded notification: sent as a text frame without a copy
-        socket.send(text, { binary: false });
-        return text.length;
+      write: (_sub, _item, msg) => {
+        if (typeof msg === 'string') socket.send(msg);
+        else {
+          // a Buffer is a complete text frame, usually shared by every subscriber: written as is (no framing, no copy)
+          const r = raw();
+          if (plain && r && socket.readyState === socket.OPEN) r.write(msg);
+          else socket.send(framePayload(msg), { binary: false });
+        }
+        return msg.length;
       },
       close: (code, reason) => this.close(code, reason),
       cork: () => raw()?.cork(),
