@@ -31,30 +31,16 @@
  * Not simulated: the server-side idle timeout (the client pings every 20 s), orderbook/trade topics, rate
  * limits, REST tickers.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { WebSocket } from 'ws';
 import { BybitChains, type BybitCategory, type BybitSimInstrument } from './bybitChains.js';
 import { linearRecord, optionTickerData, recordDelta, type Json } from './bybitMessages.js';
 import { answerBybitRest } from './bybitRest.js';
-import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
+import { garbageFrames, simulatorFaults, type SimulatorFaults } from './faults.js';
 import { BYBIT_VIEW, MarketView, type ExchangeViewParams } from './exchangeView.js';
 import type { Market } from './market.js';
-import { Rng } from './rng.js';
-import {
-  FrameSender,
-  MarketStepper,
-  closeHttpWs,
-  connectionHash,
-  frameBuffer,
-  listenHttpWs,
-  refreshProbability,
-  requestPath,
-  simulatorBasics,
-  trackConnection,
-  type SimulatorServerOptions,
-  type SimulatorStats,
-} from './serverKit.js';
+import { SimulatedExchange, Subscribers, closeHttpWs, connectionHash, frameBuffer, listenHttpWs, refreshProbability, requestPath, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
 
 /** Options of {@link startBybitSimulator} (the port serves REST and both WebSocket paths; `market`: a shared one). */
 export interface BybitSimulatorOptions extends SimulatorServerOptions {
@@ -87,25 +73,25 @@ export interface BybitSimulatorStats extends SimulatorStats {
 }
 
 /** A running Bybit simulator. */
-export interface BybitSimulator {
+export interface BybitSimulator extends RunningSimulator<BybitSimulatorStats, BybitSimulatorFaults> {
   /** `ws://127.0.0.1:<port>/v5/public/option`. */
   readonly optionUrl: string;
   /** `ws://127.0.0.1:<port>/v5/public/linear`. */
   readonly linearUrl: string;
   /** REST base `http://127.0.0.1:<port>`. */
   readonly restUrl: string;
-  readonly port: number;
-  readonly market: Market;
   readonly view: MarketView;
   readonly chains: BybitChains;
-  readonly faults: BybitSimulatorFaults;
-  stats(): BybitSimulatorStats;
-  /** Stop ticking, close every socket and the server. */
-  close(): Promise<void>;
 }
 
 const OPTION_PATH = '/v5/public/option';
 const LINEAR_PATH = '/v5/public/linear';
+
+/** Garbage frames for malformedFrames (faults.ts garbageFrames). */
+const GARBAGE = garbageFrames(
+  '{"topic":"tickers.BTCPERP","type":"delta","data":{"symbol":"BTCPERP","markPrice":',
+  '{"topic":"tickers.NOPE-1JAN30-1-C","ts":1,"type":"snapshot","data":"garbage"}',
+);
 
 interface Conn {
   readonly ws: WebSocket;
@@ -139,42 +125,27 @@ function parseObject(text: string): Json | null {
  * The Bybit simulator's state and WebSocket protocol (option and linear streams): connections, topic subscriptions,
  * the publication per tick. The REST side is bybitRest.ts.
  */
-class BybitExchange {
-  readonly conns = new Set<Conn>();
+class BybitExchange extends SimulatedExchange<Conn> {
   /** topic -> subscribed connections */
-  private readonly subs = new Map<string, Set<Conn>>();
+  private readonly subs = new Subscribers<Conn>();
   /** linear symbol -> last record published (for deltas) */
   private readonly lastRecord = new Map<string, Record<string, string>>();
   private lastLinearAt = -Infinity;
-  readonly switches = new FaultSwitches();
-  readonly sender = new FrameSender<Conn>(this.switches);
-  private readonly quoteRng: Rng;
-  private readonly sampleRng: Rng;
-  private readonly stepper: MarketStepper;
-  notificationsSent = 0;
   optionTickersSent = 0;
   linearSnapshotsSent = 0;
   linearDeltasSent = 0;
-  restRequests = 0;
-  ticks = 0;
   private connSeq = 0;
   private seq = 0;
   private cs = 1_000_000;
 
   constructor(
-    readonly market: Market,
+    market: Market,
     readonly view: MarketView,
     readonly chains: BybitChains,
     private readonly limits: BybitLimits,
     stepMarket: boolean,
   ) {
-    this.quoteRng = Rng.derive(market.seed, 'bybit:quotes');
-    this.sampleRng = Rng.derive(market.seed, 'bybit:sampling');
-    this.stepper = new MarketStepper(market, stepMarket);
-  }
-
-  private silenced(): boolean {
-    return this.switches.silenced();
+    super(market, 'bybit', stepMarket);
   }
 
   // ---- subscriptions ---------------------------------------------------------------------------
@@ -189,9 +160,7 @@ class BybitExchange {
     if (c.topics.has(topic)) return;
     c.topics.add(topic);
     c.chars += topic.length;
-    let set = this.subs.get(topic);
-    if (!set) this.subs.set(topic, (set = new Set()));
-    set.add(c);
+    this.subs.addTo(topic, c);
     c.fresh.add(topic);
   }
 
@@ -199,12 +168,7 @@ class BybitExchange {
     if (!c.topics.delete(topic)) return false;
     c.chars -= topic.length;
     c.fresh.delete(topic);
-    const set = this.subs.get(topic);
-    set?.delete(c);
-    if (set && set.size === 0) {
-      this.subs.delete(topic);
-      this.lastRecord.delete(topic.slice('tickers.'.length));
-    }
+    if (this.subs.removeFrom(topic, c)) this.lastRecord.delete(topic.slice('tickers.'.length));
     return true;
   }
 
@@ -318,8 +282,7 @@ class BybitExchange {
 
   /** One market step and its publication. */
   readonly tick = (): void => {
-    this.ticks++;
-    const nowMs = this.stepper.advance();
+    const nowMs = this.beginTick();
     const changes = this.chains.refresh(nowMs);
     for (const inst of changes.expired) {
       const topic = `tickers.${inst.symbol}`;
@@ -343,20 +306,7 @@ class BybitExchange {
     }
   };
 
-  /** One REST request (bybitRest.ts), counted. */
-  readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    this.restRequests++;
-    answerBybitRest(this, this.switches, req, res);
-  };
 }
-
-const GARBAGE: Array<string | Buffer> = [
-  '{"topic":"tickers.BTCPERP","type":"delta","data":{"symbol":"BTCPERP","markPrice":',
-  'not json at all',
-  Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]),
-  '{"topic":"tickers.NOPE-1JAN30-1-C","ts":1,"type":"snapshot","data":"garbage"}',
-  '[1,2,3]',
-];
 
 /**
  * Start the Bybit simulator.
@@ -374,7 +324,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
   };
   const x = new BybitExchange(market, view, new BybitChains(view), limits, opts.stepMarket ?? !opts.market);
   const { conns, switches, sender } = x;
-  const srv = await listenHttpWs(host, opts.port, [OPTION_PATH, LINEAR_PATH], x.onRequest);
+  const srv = await listenHttpWs(host, opts.port, [OPTION_PATH, LINEAR_PATH], (req, res) => answerBybitRest(x, x.switches, req, res));
   srv.wss.on('connection', x.onConnection);
   const timer = setInterval(x.tick, tickMs);
   const faults: BybitSimulatorFaults = simulatorFaults({ switches, conns, send: sender.send, garbage: GARBAGE, subscriptionsOf: (c) => c.topics.size });
@@ -394,7 +344,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
       optionTickersSent: x.optionTickersSent,
       linearSnapshotsSent: x.linearSnapshotsSent,
       linearDeltasSent: x.linearDeltasSent,
-      restRequests: x.restRequests,
+      restRequests: srv.restRequests(),
     }),
     close: async () => {
       clearInterval(timer);

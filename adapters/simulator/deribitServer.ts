@@ -42,18 +42,8 @@ import {
 } from './deribitMessages.js';
 import { ERR, INDEXES, RpcFailure, deribitMethods, invalid, type DeribitConn, type DeribitRpcTarget, type RpcMethod } from './deribitRpc.js';
 import type { Market } from './market.js';
-import { Rng } from './rng.js';
-import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
-import {
-  FrameSender,
-  MarketStepper,
-  frameBuffer,
-  refreshProbability,
-  simulatorBasics,
-  trackConnection,
-  type SimulatorServerOptions,
-  type SimulatorStats,
-} from './serverKit.js';
+import { garbageFrames, simulatorFaults } from './faults.js';
+import { SimulatedExchange, Subscribers, frameBuffer, refreshProbability, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions } from './serverKit.js';
 
 /** Options of {@link startDeribitSimulator}. */
 export interface DeribitSimulatorOptions extends SimulatorServerOptions {
@@ -72,14 +62,10 @@ export type { SimulatorFaults } from './faults.js';
 export type { SimulatorStats } from './serverKit.js';
 
 /** A running simulator. */
-export interface DeribitSimulator {
+export interface DeribitSimulator extends RunningSimulator {
   /** `ws://127.0.0.1:<port>/ws/api/v2`. */
   readonly url: string;
-  readonly port: number;
-  readonly market: Market;
   readonly chains: DeribitChains;
-  readonly faults: SimulatorFaults;
-  stats(): SimulatorStats;
   /**
    * A parallel move of the marks of every option whose name starts with `instrumentPrefix` (e.g. `BTC-27NOV26-`, one
    * expiry) by `dVol` (fraction; Market.shiftMarks), and their tickers published at the next market step, all at
@@ -87,8 +73,6 @@ export interface DeribitSimulator {
    * @returns the number of subscribed ticker channels that will publish
    */
   shiftMarks(instrumentPrefix: string, dVol: number): number;
-  /** Stop ticking, close every socket and the server. */
-  close(): Promise<void>;
 }
 
 type Channel =
@@ -96,6 +80,12 @@ type Channel =
   | { readonly type: 'index'; readonly name: string };
 
 type Conn = DeribitConn;
+
+/** Garbage frames for malformedFrames (faults.ts garbageFrames). */
+const GARBAGE = garbageFrames(
+  '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.BTC-PERPETUAL.100ms","data":{"timestamp":',
+  '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.NO-SUCH-INSTRUMENT.100ms","data":"garbage"}}',
+);
 
 const TICKER_CHANNEL = /^ticker\.(.+)\.(100ms|agg2|raw)$/;
 
@@ -128,40 +118,26 @@ function parseCall(methods: Record<string, RpcMethod>, raw: Buffer | ArrayBuffer
  * The Deribit simulator's state and protocol: connections, channel subscriptions, heartbeats, the JSON-RPC
  * requests (methods: deribitRpc.ts) and the publication per tick.
  */
-class DeribitExchange implements DeribitRpcTarget {
-  readonly conns = new Set<Conn>();
+class DeribitExchange extends SimulatedExchange<Conn> implements DeribitRpcTarget {
   /** channel -> subscribed connections */
-  private readonly channelSubs = new Map<string, Set<Conn>>();
+  private readonly channelSubs = new Subscribers<Conn>();
   /** instrument name -> its subscribed ticker channels */
   readonly instrumentChannels = new Map<string, Set<string>>();
   /** channels needing their first notification */
   readonly fresh = new Set<string>();
   private readonly lastSent = new Map<string, number>();
-  readonly switches = new FaultSwitches();
-  readonly sender = new FrameSender<Conn>(this.switches);
-  private readonly quoteRng: Rng;
-  private readonly sampleRng: Rng;
   private readonly memory: SettlementMemory = new Map();
-  private readonly stepper: MarketStepper;
   private readonly methods: Record<string, RpcMethod>;
-  notificationsSent = 0;
-  ticks = 0;
 
   constructor(
-    readonly market: Market,
+    market: Market,
     readonly chains: DeribitChains,
     private readonly optionP: number,
     readonly rawRequiresAuth: boolean,
     private readonly hbUnit: number,
   ) {
-    this.quoteRng = Rng.derive(market.seed, 'deribit:quotes');
-    this.sampleRng = Rng.derive(market.seed, 'deribit:sampling');
-    this.stepper = new MarketStepper(market, true);
+    super(market, 'deribit', true);
     this.methods = deribitMethods(this);
-  }
-
-  private silenced(): boolean {
-    return this.switches.silenced();
   }
 
   private parseChannel(ch: string): Channel | null {
@@ -180,9 +156,7 @@ class DeribitExchange implements DeribitRpcTarget {
   private addSub(c: Conn, ch: string, parsed: Channel): void {
     if (c.channels.has(ch)) return;
     c.channels.add(ch);
-    let set = this.channelSubs.get(ch);
-    if (!set) this.channelSubs.set(ch, (set = new Set()));
-    set.add(c);
+    this.channelSubs.addTo(ch, c);
     if (parsed.type === 'ticker') {
       let chs = this.instrumentChannels.get(parsed.inst.name);
       if (!chs) this.instrumentChannels.set(parsed.inst.name, (chs = new Set()));
@@ -204,10 +178,7 @@ class DeribitExchange implements DeribitRpcTarget {
 
   removeSub(c: Conn, ch: string): boolean {
     if (!c.channels.delete(ch)) return false;
-    const set = this.channelSubs.get(ch);
-    set?.delete(c);
-    if (set && set.size === 0) {
-      this.channelSubs.delete(ch);
+    if (this.channelSubs.removeFrom(ch, c)) {
       this.lastSent.delete(ch);
       this.fresh.delete(ch);
       const m = TICKER_CHANNEL.exec(ch);
@@ -243,8 +214,7 @@ class DeribitExchange implements DeribitRpcTarget {
 
   /** One market step: expired instruments' last tickers and unsubscription, then the publication. */
   readonly tick = (): void => {
-    this.ticks++;
-    const nowMs = this.stepper.advance();
+    const nowMs = this.beginTick();
     const changes = this.chains.refresh(nowMs);
     for (const inst of changes.expired) {
       this.memory.delete(inst.name);
@@ -347,14 +317,6 @@ class DeribitExchange implements DeribitRpcTarget {
     return n;
   }
 }
-
-const GARBAGE: Array<string | Buffer> = [
-  '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.BTC-PERPETUAL.100ms","data":{"timestamp":',
-  'not json at all',
-  Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]),
-  '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.NO-SUCH-INSTRUMENT.100ms","data":"garbage"}}',
-  '[1,2,3]',
-];
 
 /**
  * Start the Deribit simulator.

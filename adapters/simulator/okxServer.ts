@@ -34,29 +34,15 @@
  * every `markPriceIntervalMs` (OKX: 200 ms), `tickers` every `tickersIntervalMs`, `funding-rate`
  * every `fundingPushMs` (OKX: 30-90 s), each also on the first tick after subscribing.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { WebSocket } from 'ws';
-import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
+import { garbageFrames, simulatorFaults, type SimulatorFaults } from './faults.js';
 import { MarketView, OKX_VIEW, type ExchangeViewParams } from './exchangeView.js';
 import type { Market, Underlying } from './market.js';
 import { OkxChains, type OkxSimInstrument } from './okxChains.js';
 import { fundingRateItem, indexStats, indexTickerItem, markPriceItem, okxPush, optSummaryItem, tickerItem, type IndexStats, type Json } from './okxMessages.js';
 import { OkxError, answerOkxRest } from './okxRest.js';
-import { Rng } from './rng.js';
-import {
-  FrameSender,
-  MarketStepper,
-  closeHttpWs,
-  connectionHash,
-  frameBuffer,
-  listenHttpWs,
-  refreshProbability,
-  simulatorBasics,
-  trackConnection,
-  type SimulatorServerOptions,
-  type SimulatorStats,
-} from './serverKit.js';
+import { SimulatedExchange, Subscribers, closeHttpWs, connectionHash, frameBuffer, listenHttpWs, refreshProbability, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
 
 /** Options of {@link startOkxSimulator} (the port serves both REST and WebSocket; `market`: e.g. the Deribit simulator's, shared). */
 export interface OkxSimulatorOptions extends SimulatorServerOptions {
@@ -97,22 +83,22 @@ export interface OkxSimulatorStats extends SimulatorStats {
 }
 
 /** A running OKX simulator. */
-export interface OkxSimulator {
+export interface OkxSimulator extends RunningSimulator<OkxSimulatorStats, OkxSimulatorFaults> {
   /** `ws://127.0.0.1:<port>/ws/v5/public`. */
   readonly url: string;
   /** REST base `http://127.0.0.1:<port>`. */
   readonly restUrl: string;
-  readonly port: number;
-  readonly market: Market;
   readonly view: MarketView;
   readonly chains: OkxChains;
-  readonly faults: OkxSimulatorFaults;
-  stats(): OkxSimulatorStats;
-  /** Stop ticking, close every socket and the server. */
-  close(): Promise<void>;
 }
 
 const WS_PATH = '/ws/v5/public';
+/** Garbage frames for malformedFrames (faults.ts garbageFrames). */
+const GARBAGE = garbageFrames(
+  '{"arg":{"channel":"opt-summary","instFamily":"BTC-USD"},"data":[{"instId":"BTC-USD-',
+  '{"arg":{"channel":"mark-price","instId":"NO-SUCH-SWAP"},"data":"garbage"}',
+);
+
 const MAX_REQUEST_BYTES = 64 * 1024;
 const HOUR_MS = 3_600_000;
 const CHANNELS = ['opt-summary', 'index-tickers', 'mark-price', 'tickers', 'funding-rate'] as const;
@@ -228,39 +214,24 @@ function parseRequest(text: string): ParsedRequest {
  * The OKX simulator's state and WebSocket protocol: connections, subscriptions (key `channel|selector`), the
  * publication per tick and the idle close. The REST side is okxRest.ts.
  */
-class OkxExchange {
-  readonly conns = new Set<Conn>();
+class OkxExchange extends SimulatedExchange<Conn> {
   /** subscription key `channel|selector` -> connections */
-  private readonly subs = new Map<string, Set<Conn>>();
+  private readonly subs = new Subscribers<Conn>();
   private readonly lastPush = new Map<string, number>();
   private readonly statsCache = new Map<string, { hour: number; st: IndexStats }>();
-  readonly switches = new FaultSwitches();
-  readonly sender = new FrameSender<Conn>(this.switches, (c) => {
-    c.lastSentAt = performance.now();
-  });
-  private readonly quoteRng: Rng;
-  private readonly sampleRng: Rng;
-  private readonly stepper: MarketStepper;
-  notificationsSent = 0;
   optionItemsSent = 0;
-  restRequests = 0;
-  ticks = 0;
   private connSeq = 0;
 
   constructor(
-    readonly market: Market,
+    market: Market,
     readonly view: MarketView,
     readonly chains: OkxChains,
     private readonly cadence: OkxCadence,
     stepMarket: boolean,
   ) {
-    this.quoteRng = Rng.derive(market.seed, 'okx:quotes');
-    this.sampleRng = Rng.derive(market.seed, 'okx:sampling');
-    this.stepper = new MarketStepper(market, stepMarket);
-  }
-
-  private silenced(): boolean {
-    return this.switches.silenced();
+    super(market, 'okx', stepMarket, (c) => {
+      c.lastSentAt = performance.now();
+    });
   }
 
   private sendJson(c: Conn, o: Json): boolean {
@@ -283,9 +254,7 @@ class OkxExchange {
     const key = `${arg.channel}|${arg.sel}`;
     if (!c.args.has(key)) {
       c.args.set(key, arg);
-      let set = this.subs.get(key);
-      if (!set) this.subs.set(key, (set = new Set()));
-      set.add(c);
+      this.subs.addTo(key, c);
     }
     c.fresh.add(key);
   }
@@ -293,12 +262,7 @@ class OkxExchange {
   private removeSub(c: Conn, key: string): boolean {
     if (!c.args.delete(key)) return false;
     c.fresh.delete(key);
-    const set = this.subs.get(key);
-    set?.delete(c);
-    if (set && set.size === 0) {
-      this.subs.delete(key);
-      this.lastPush.delete(key);
-    }
+    if (this.subs.removeFrom(key, c)) this.lastPush.delete(key);
     return true;
   }
 
@@ -419,8 +383,7 @@ class OkxExchange {
 
   /** One market step and its publication. */
   readonly tick = (): void => {
-    this.ticks++;
-    const nowMs = this.stepper.advance();
+    const nowMs = this.beginTick();
     const changes = this.chains.refresh(nowMs);
     for (const inst of changes.expired) {
       for (const ch of ['mark-price', 'tickers'] as const) {
@@ -457,20 +420,7 @@ class OkxExchange {
     for (const c of this.conns) if (t - c.lastSentAt > this.cadence.idleCloseMs && c.ws.readyState === c.ws.OPEN) c.ws.close(4004, 'No data received in 30s.');
   };
 
-  /** One REST request (okxRest.ts), counted. */
-  readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    this.restRequests++;
-    answerOkxRest(this, this.switches, req, res);
-  };
 }
-
-const GARBAGE: Array<string | Buffer> = [
-  '{"arg":{"channel":"opt-summary","instFamily":"BTC-USD"},"data":[{"instId":"BTC-USD-',
-  'not json at all',
-  Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]),
-  '{"arg":{"channel":"mark-price","instId":"NO-SUCH-SWAP"},"data":"garbage"}',
-  '[1,2,3]',
-];
 
 /**
  * Start the OKX simulator.
@@ -483,7 +433,7 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
   const cadence = okxCadence(opts, tickMs);
   const x = new OkxExchange(market, view, new OkxChains(view), cadence, opts.stepMarket ?? !opts.market);
   const { conns, switches, sender } = x;
-  const srv = await listenHttpWs(host, opts.port, [WS_PATH], x.onRequest);
+  const srv = await listenHttpWs(host, opts.port, [WS_PATH], (req, res) => answerOkxRest(x, x.switches, req, res));
   srv.wss.on('connection', x.onConnection);
   const timer = setInterval(x.tick, tickMs);
   const idleTimer = setInterval(x.idleCheck, Math.min(1000, Math.max(10, cadence.idleCloseMs / 4)));
@@ -506,7 +456,7 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
     view,
     chains: x.chains,
     faults,
-    stats: () => ({ framesSent: sender.framesSent, notificationsSent: x.notificationsSent, ticks: x.ticks, optionItemsSent: x.optionItemsSent, restRequests: x.restRequests }),
+    stats: () => ({ framesSent: sender.framesSent, notificationsSent: x.notificationsSent, ticks: x.ticks, optionItemsSent: x.optionItemsSent, restRequests: srv.restRequests() }),
     close: async () => {
       clearInterval(timer);
       clearInterval(idleTimer);

@@ -8,9 +8,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { FaultSwitches } from './faults.js';
+import { FaultSwitches, type SimulatorFaults } from './faults.js';
 import { Market } from './market.js';
-import { hashString } from './rng.js';
+import { Rng, hashString } from './rng.js';
 
 /** Options every simulator takes. */
 export interface SimulatorServerOptions {
@@ -36,6 +36,17 @@ export interface SimulatorStats {
   readonly notificationsSent: number;
   /** Market ticks run. */
   readonly ticks: number;
+}
+
+/** What every running simulator offers (each adds its URLs and listing). */
+export interface RunningSimulator<S extends SimulatorStats = SimulatorStats, F extends SimulatorFaults = SimulatorFaults> {
+  /** The bound port. */
+  readonly port: number;
+  readonly market: Market;
+  readonly faults: F;
+  stats(): S;
+  /** Stop ticking, close every socket and the server. */
+  close(): Promise<void>;
 }
 
 /** A frame over this many bytes buffered on a socket is dropped (a slow client loses frames, the server goes on). */
@@ -147,10 +158,12 @@ export interface HttpWsServer {
   readonly wss: WebSocketServer;
   /** The bound port. */
   readonly port: number;
+  /** REST requests received (each counted before it is answered). */
+  readonly restRequests: () => number;
 }
 
 /**
- * Listen with one node http server answering REST with `onRequest`, its WebSocket upgrades on `wsPaths` handed to a
+ * Listen with one node http server answering REST with `onRequest` (requests counted), its WebSocket upgrades on `wsPaths` handed to a
  * WebSocket server (`connection` events), upgrades elsewhere refused with 404.
  * @throws when the port cannot be bound
  */
@@ -160,7 +173,11 @@ export async function listenHttpWs(
   wsPaths: readonly string[],
   onRequest: (req: IncomingMessage, res: ServerResponse) => void,
 ): Promise<HttpWsServer> {
-  const server = createServer(onRequest);
+  let restRequests = 0;
+  const server = createServer((req, res) => {
+    restRequests++;
+    onRequest(req, res);
+  });
   const wss = new WebSocketServer({ noServer: true });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (!wsPaths.includes(requestPath(req))) {
@@ -175,7 +192,7 @@ export async function listenHttpWs(
     server.listen(port ?? 0, host, () => resolve());
   });
   const address = server.address();
-  return { server, wss, port: typeof address === 'object' && address ? address.port : 0 };
+  return { server, wss, port: typeof address === 'object' && address ? address.port : 0, restRequests: () => restRequests };
 }
 
 /** Terminate every connection, then close the WebSocket server and the http server (open keep-alive sockets too). */
@@ -184,4 +201,71 @@ export async function closeHttpWs(s: HttpWsServer, conns: Iterable<{ readonly ws
   await new Promise<void>((resolve) => s.wss.close(() => resolve()));
   s.server.closeAllConnections();
   await new Promise<void>((resolve) => s.server.close(() => resolve()));
+}
+
+/**
+ * The state every exchange simulator keeps: its connections, fault switches and frame sender, the quote and sampling
+ * generators (`<exchange>:quotes`, `<exchange>:sampling`, derived from the market's seed), the market stepping and
+ * the counters of notifications and ticks. Each server extends it with its protocol.
+ */
+export abstract class SimulatedExchange<C extends { readonly ws: WebSocket }> {
+  readonly conns = new Set<C>();
+  readonly switches = new FaultSwitches();
+  readonly sender: FrameSender<C>;
+  protected readonly quoteRng: Rng;
+  protected readonly sampleRng: Rng;
+  private readonly stepper: MarketStepper;
+  /** Subscription notifications sent, all connections. */
+  notificationsSent = 0;
+  /** Market ticks run. */
+  ticks = 0;
+
+  /**
+   * @param exchange the generators' label prefix (`deribit`, `okx`, `bybit`)
+   * @param stepMarket step the market every tick (false: a shared market someone else steps)
+   * @param onSent called after each frame sent
+   */
+  constructor(
+    readonly market: Market,
+    exchange: string,
+    stepMarket: boolean,
+    onSent?: (c: C) => void,
+  ) {
+    this.sender = new FrameSender<C>(this.switches, onSent);
+    this.quoteRng = Rng.derive(market.seed, `${exchange}:quotes`);
+    this.sampleRng = Rng.derive(market.seed, `${exchange}:sampling`);
+    this.stepper = new MarketStepper(market, stepMarket);
+  }
+
+  /** True inside a fault silence: send nothing, ignore requests. */
+  protected silenced(): boolean {
+    return this.switches.silenced();
+  }
+
+  /** Count a tick and step the market; returns the simulator clock, Unix ms. */
+  protected beginTick(): number {
+    this.ticks++;
+    return this.stepper.advance();
+  }
+}
+
+/** The connections subscribed to each key (topic, channel or `channel|selector`), keys in first-subscription order. */
+export class Subscribers<C> extends Map<string, Set<C>> {
+  /** Add c to the key's subscribers. */
+  addTo(key: string, c: C): void {
+    let set = this.get(key);
+    if (!set) this.set(key, (set = new Set()));
+    set.add(c);
+  }
+
+  /** Remove c from the key's subscribers; true when that left the key without any (the key is then gone). */
+  removeFrom(key: string, c: C): boolean {
+    const set = this.get(key);
+    set?.delete(c);
+    if (set && set.size === 0) {
+      this.delete(key);
+      return true;
+    }
+    return false;
+  }
 }
