@@ -1,7 +1,8 @@
 /**
  * The skeleton the three exchange simulators (deribitServer.ts, okxServer.ts, bybitServer.ts) share: their common
- * options and counters, the market they drive and its stepping clock, the frame sender (nothing while silenced or
- * backed up; frames counted), the connection bookkeeping, and, for the REST-and-WebSocket servers (OKX, Bybit), one
+ * options and counters, the state every exchange keeps ({@link SimulatedExchange}: connections, fault switches, the
+ * market they drive and its stepping clock, the frame sender, which sends nothing while silenced or backed up and
+ * counts frames), subscribers by key, the connection bookkeeping, and, for the REST-and-WebSocket servers (OKX, Bybit), one
  * node http server whose upgrade requests on the protocol's paths go to a WebSocket server. Each server keeps its own
  * protocol: requests, answers, channels and their cadence.
  */
