@@ -41,13 +41,16 @@ import {
   FundingHistoryBuilder,
   HOUR_MS,
   drop,
-  errorMessage,
+  eachListedItem,
   finite,
   fundingRate,
+  futureQuote,
   instrumentDefinition,
   isRecord,
   ivFromPrice,
+  listedExpiry,
   neverThrows,
+  optionQuote,
   pos,
   zodDetail,
   type DroppedItem,
@@ -83,6 +86,7 @@ import {
   OpResponseSchema,
   OptionTickerSchema,
   TickerMessageSchema,
+  type BybitInstrument,
   type LinearTicker,
   type OptionTicker,
   type TickerMessage,
@@ -258,16 +262,7 @@ export class BybitNormalizer {
     const idx = this.indexEvent(inst.pair, d.indexPrice, ts, receivedAtS);
     if (idx) events.push(idx);
     const g = [d.delta, d.gamma, d.vega, d.theta];
-    const q: OptionQuote = {
-      kind: 'option',
-      source: SOURCE,
-      instrument: inst.name,
-      base: inst.pair.base,
-      quote: inst.pair.quote,
-      expirationTimestamp: expiry,
-      strike: inst.strike as number,
-      optionType: inst.optionType as 'C' | 'P',
-      inverse: false,
+    const q: OptionQuote = optionQuote(SOURCE, inst, expiry, {
       markIv: d.markPriceIv,
       bidIv: ivOfSide(d.bidIv, d.bidPrice, d.underlyingPrice, inst.strike as number, (expiry - ts) / (365 * 86400), inst.optionType as 'C' | 'P'),
       askIv: ivOfSide(d.askIv, d.askPrice, d.underlyingPrice, inst.strike as number, (expiry - ts) / (365 * 86400), inst.optionType as 'C' | 'P'),
@@ -277,7 +272,7 @@ export class BybitNormalizer {
       greeks: g.every(finite) ? { delta: d.delta as number, gamma: d.gamma as number, vega: d.vega as number, theta: d.theta as number } : null,
       timestamp: ts,
       receivedAt: receivedAtS,
-    };
+    });
     events.push(q);
     return { ok: true, events };
   }
@@ -327,22 +322,14 @@ export class BybitNormalizer {
       return events.length ? { ok: true, events } : drop(BybitDropKinds.badTicker, `${inst.name}: markPrice ${d.markPrice}, indexPrice ${d.indexPrice}`);
     }
     const rate = perpetual && finite(d.fundingRate) ? d.fundingRate : null;
-    const q: FutureQuote = {
-      kind: 'future',
-      source: SOURCE,
-      instrument: inst.name,
-      base: inst.pair.base,
-      quote: inst.pair.quote,
-      perpetual,
-      expirationTimestamp: perpetual ? null : expiry,
-      inverse: false,
+    const q: FutureQuote = futureQuote(SOURCE, inst, perpetual ? null : expiry, {
       markPrice: d.markPrice,
       indexPrice: d.indexPrice,
       currentFunding: rate,
       funding8h: rate === null ? null : (rate * 8) / (intervalH ?? BYBIT_DEFAULT_FUNDING_INTERVAL_H),
       timestamp: ts,
       receivedAt: receivedAtS,
-    };
+    });
     events.unshift(q);
     return { ok: true, events };
   }
@@ -403,63 +390,44 @@ export function normalizeBybitInstruments(body: unknown, receivedAtS: number): B
     list = r.list;
     nextPageCursor = r.nextPageCursor;
   }
-  for (const item of list) {
-    try {
-      const parsed = BybitInstrumentSchema.safeParse(item);
-      if (!parsed.success) {
-        dropped.push({ kind: BybitDropKinds.badInstrument, detail: zodDetail(parsed.error) });
-        continue;
-      }
-      const it = parsed.data;
-      const p = parseBybitSymbol(it.symbol);
-      if (!p.ok) {
-        dropped.push({ kind: p.reason === 'unsupported' ? BybitDropKinds.unsupportedInstrument : BybitDropKinds.badInstrument, detail: p.detail });
-        continue;
-      }
-      const inst = p.instrument;
-      if (it.settleCoin !== undefined && it.settleCoin !== 'USDC') {
-        dropped.push({ kind: BybitDropKinds.unsupportedInstrument, detail: `${inst.name} settles in ${it.settleCoin}` });
-        continue;
-      }
-      if (inst.type !== 'option') {
-        const want = inst.type === 'perpetual' ? 'LinearPerpetual' : 'LinearFutures';
-        if (it.contractType !== undefined && it.contractType !== want) {
-          dropped.push({ kind: BybitDropKinds.unsupportedInstrument, detail: `${inst.name} contractType ${it.contractType}` });
-          continue;
-        }
-      }
-      if (pairOfBaseCoin(it.baseCoin)?.base !== inst.pair.base) {
-        dropped.push({ kind: BybitDropKinds.badInstrument, detail: `${inst.name}: baseCoin ${it.baseCoin}` });
-        continue;
-      }
-      if (it.status !== undefined && it.status !== 'Trading') {
-        dropped.push({ kind: BybitDropKinds.inactive, detail: `${inst.name} ${it.status}` });
-        continue;
-      }
-      if (inst.type === 'option' && it.optionsType !== undefined && (it.optionsType === 'Call' ? 'C' : it.optionsType === 'Put' ? 'P' : '?') !== inst.optionType) {
-        dropped.push({ kind: BybitDropKinds.badInstrument, detail: `${inst.name}: optionsType ${it.optionsType}` });
-        continue;
-      }
-      let expiry = inst.expirationTimestamp;
-      if (expiry !== null && pos(it.deliveryTime)) {
-        const e = it.deliveryTime / 1000;
-        if (Math.abs(e - expiry) > 86_400) {
-          dropped.push({ kind: BybitDropKinds.badInstrument, detail: `${inst.name}: deliveryTime ${it.deliveryTime} far from its name` });
-          continue;
-        }
-        expiry = e;
-      }
-      const fixed: BybitSymbol = { ...inst, expirationTimestamp: expiry };
-      listing.push({
-        instrument: fixed,
-        fundingIntervalHours: inst.type === 'perpetual' && typeof it.fundingInterval === 'number' && it.fundingInterval > 0 ? it.fundingInterval / 60 : null,
-      });
-      events.push(instrumentDefinition(SOURCE, inst, expiry, pos(it.launchTime) ? it.launchTime / 1000 : receivedAtS));
-    } catch (e) {
-      dropped.push({ kind: BybitDropKinds.internal, detail: errorMessage(e) });
-    }
-  }
+  eachListedItem(list, BybitInstrumentSchema, BybitDropKinds.badInstrument, dropped, (it) => {
+    const r = listedBybitInstrument(it);
+    if (!r.ok) return r.drop;
+    const { inst, expiry } = r;
+    const fixed: BybitSymbol = { ...inst, expirationTimestamp: expiry };
+    listing.push({
+      instrument: fixed,
+      fundingIntervalHours: inst.type === 'perpetual' && typeof it.fundingInterval === 'number' && it.fundingInterval > 0 ? it.fundingInterval / 60 : null,
+    });
+    events.push(instrumentDefinition(SOURCE, inst, expiry, pos(it.launchTime) ? it.launchTime / 1000 : receivedAtS));
+    return null;
+  });
   return { events, dropped, listing, nextPageCursor };
+}
+
+/**
+ * One instruments-info item checked against its symbol: USDC-settled, the contract type of its kind, the base coin,
+ * `Trading`, the option type, the delivery time within a day of the name's; its instrument and expiry (Unix s), or the
+ * item's drop.
+ */
+function listedBybitInstrument(it: BybitInstrument): { ok: true; inst: BybitSymbol; expiry: number | null } | { ok: false; drop: DroppedItem } {
+  const refuse = (kind: string, detail: string) => ({ ok: false as const, drop: { kind, detail } });
+  const p = parseBybitSymbol(it.symbol);
+  if (!p.ok) return refuse(p.reason === 'unsupported' ? BybitDropKinds.unsupportedInstrument : BybitDropKinds.badInstrument, p.detail);
+  const inst = p.instrument;
+  if (it.settleCoin !== undefined && it.settleCoin !== 'USDC') return refuse(BybitDropKinds.unsupportedInstrument, `${inst.name} settles in ${it.settleCoin}`);
+  if (inst.type !== 'option') {
+    const want = inst.type === 'perpetual' ? 'LinearPerpetual' : 'LinearFutures';
+    if (it.contractType !== undefined && it.contractType !== want) return refuse(BybitDropKinds.unsupportedInstrument, `${inst.name} contractType ${it.contractType}`);
+  }
+  if (pairOfBaseCoin(it.baseCoin)?.base !== inst.pair.base) return refuse(BybitDropKinds.badInstrument, `${inst.name}: baseCoin ${it.baseCoin}`);
+  if (it.status !== undefined && it.status !== 'Trading') return refuse(BybitDropKinds.inactive, `${inst.name} ${it.status}`);
+  if (inst.type === 'option' && it.optionsType !== undefined && (it.optionsType === 'Call' ? 'C' : it.optionsType === 'Put' ? 'P' : '?') !== inst.optionType) {
+    return refuse(BybitDropKinds.badInstrument, `${inst.name}: optionsType ${it.optionsType}`);
+  }
+  const listed = listedExpiry(inst.expirationTimestamp, it.deliveryTime);
+  if (!listed) return refuse(BybitDropKinds.badInstrument, `${inst.name}: deliveryTime ${it.deliveryTime} far from its name`);
+  return { ok: true, inst, expiry: listed.expiry };
 }
 
 /**

@@ -35,10 +35,12 @@ import {
   drop,
   errorMessage,
   fundingRate,
+  futureQuote,
   instrumentDefinition as definitionEvent,
   isRecord,
   ivFromPrice,
   neverThrows,
+  optionQuote,
   pos,
   zodDetail,
   type DroppedItem,
@@ -127,16 +129,7 @@ function normalizeOptionTicker(inst: DeribitInstrument, data: unknown, receivedA
   // a zero IV next to a real order: implied from the price (module docstring)
   const side = (ivPct: number | null | undefined, price: number | null | undefined): number | null =>
     ivSide(ivPct, price) ?? (pos(price) && !pos(ivPct) ? ivFromPrice(price, inst.inverse, d.underlying_price, K, T, optionType) : null);
-  const ev: MarketEvent = {
-    kind: 'option',
-    source: SOURCE,
-    instrument: inst.name,
-    base: inst.pair.base,
-    quote: inst.pair.quote,
-    expirationTimestamp: expiry,
-    strike: inst.strike as number,
-    optionType: inst.optionType as 'C' | 'P',
-    inverse: inst.inverse,
+  const ev: MarketEvent = optionQuote(SOURCE, inst, expiry, {
     markIv: d.mark_iv / 100,
     bidIv: side(d.bid_iv, d.best_bid_price),
     askIv: side(d.ask_iv, d.best_ask_price),
@@ -146,7 +139,7 @@ function normalizeOptionTicker(inst: DeribitInstrument, data: unknown, receivedA
     greeks,
     timestamp,
     receivedAt: receivedAtS,
-  };
+  });
   return { ok: true, events: [ev] };
 }
 
@@ -163,22 +156,14 @@ function normalizeFutureTicker(inst: DeribitInstrument, data: unknown, receivedA
   if (!pos(d.mark_price)) return drop(DropKinds.badTicker, `${inst.name}: mark_price ${d.mark_price}`);
   if (!pos(d.index_price)) return drop(DropKinds.badTicker, `${inst.name}: index_price ${d.index_price}`);
   const perpetual = inst.type === 'perpetual';
-  const ev: MarketEvent = {
-    kind: 'future',
-    source: SOURCE,
-    instrument: inst.name,
-    base: inst.pair.base,
-    quote: inst.pair.quote,
-    perpetual,
-    expirationTimestamp: inst.expirationTimestamp,
-    inverse: inst.inverse,
+  const ev: MarketEvent = futureQuote(SOURCE, inst, inst.expirationTimestamp, {
     markPrice: d.mark_price,
     indexPrice: d.index_price,
     currentFunding: perpetual && typeof d.current_funding === 'number' ? d.current_funding : null,
     funding8h: perpetual && typeof d.funding_8h === 'number' ? d.funding_8h : null,
     timestamp,
     receivedAt: receivedAtS,
-  };
+  });
   return { ok: true, events: [ev] };
 }
 

@@ -43,11 +43,14 @@ import {
   FundingHistoryBuilder,
   HOUR_MS,
   drop,
-  errorMessage,
+  eachListedItem,
   fundingRate,
+  futureQuote,
   instrumentDefinition,
   isRecord,
+  listedExpiry,
   neverThrows,
+  optionQuote,
   pos,
   zodDetail,
   type DroppedItem,
@@ -68,6 +71,7 @@ import {
   OptSummarySchema,
   TickerSchema,
   type FundingRatePush,
+  type OkxInstrument as OkxInstrumentItem,
   type OptSummary,
 } from './wire.js';
 
@@ -368,16 +372,7 @@ export class OkxNormalizer {
     const greeks = bs.every((v) => typeof v === 'number' && Number.isFinite(v))
       ? { delta: d.deltaBS as number, gamma: d.gammaBS as number, vega: d.vegaBS as number, theta: d.thetaBS as number }
       : null;
-    return {
-      kind: 'option',
-      source: SOURCE,
-      instrument: inst.name,
-      base: inst.pair.base,
-      quote: inst.pair.quote,
-      expirationTimestamp: expiry,
-      strike: inst.strike as number,
-      optionType: inst.optionType as 'C' | 'P',
-      inverse: inst.inverse,
+    return optionQuote(SOURCE, inst, expiry, {
       markIv: d.markVol as number,
       bidIv: pos(d.bidVol) ? d.bidVol : null,
       askIv: pos(d.askVol) ? d.askVol : null,
@@ -387,7 +382,7 @@ export class OkxNormalizer {
       greeks,
       timestamp: ts,
       receivedAt: receivedAtS,
-    };
+    });
   }
 
   // ------------------------------------------------------------------ index
@@ -422,22 +417,14 @@ export class OkxNormalizer {
     if (expiry !== null && ts >= expiry) return drop(OkxDropKinds.closed, `${inst.name} at/after expiry`);
     const perpetual = inst.type === 'perpetual';
     const f = perpetual ? this.funding.get(inst.name) : undefined;
-    const q: FutureQuote = {
-      kind: 'future',
-      source: SOURCE,
-      instrument: inst.name,
-      base: inst.pair.base,
-      quote: inst.pair.quote,
-      perpetual,
-      expirationTimestamp: expiry,
-      inverse: inst.inverse,
+    const q: FutureQuote = futureQuote(SOURCE, inst, expiry, {
       markPrice,
       indexPrice: idx.price,
       currentFunding: f ? f.rate : null,
       funding8h: f ? (f.rate * 8) / f.intervalHours : null,
       timestamp: ts,
       receivedAt: receivedAtS,
-    };
+    });
     return { ok: true, events: [q] };
   }
 
@@ -548,55 +535,35 @@ export function normalizeOkxInstruments(body: unknown, receivedAtS: number): Lis
   const dropped: DroppedItem[] = [];
   const r = restData(body);
   if (!r.ok) return { events, dropped: [{ kind: OkxDropKinds.restError, detail: r.detail }] };
-  for (const item of r.data) {
-    try {
-      const parsed = OkxInstrumentSchema.safeParse(item);
-      if (!parsed.success) {
-        dropped.push({ kind: OkxDropKinds.badInstrument, detail: zodDetail(parsed.error) });
-        continue;
-      }
-      const it = parsed.data;
-      const p = parseOkxInstId(it.instId);
-      if (!p.ok) {
-        dropped.push({ kind: nameDrop(p.reason, OkxDropKinds.badInstrument), detail: p.detail });
-        continue;
-      }
-      const inst = p.instrument;
-      const expected = inst.type === 'option' ? 'OPTION' : inst.type === 'future' ? 'FUTURES' : 'SWAP';
-      if (it.instType !== expected) {
-        dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: instType ${it.instType}` });
-        continue;
-      }
-      if (it.state !== undefined && it.state !== 'live') {
-        dropped.push({ kind: OkxDropKinds.inactive, detail: `${inst.name} ${it.state}` });
-        continue;
-      }
-      let expiry = inst.expirationTimestamp;
-      if (expiry !== null && pos(it.expTime)) {
-        const e = it.expTime / 1000;
-        if (Math.abs(e - expiry) > 86_400) {
-          dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: expTime ${it.expTime} far from its name` });
-          continue;
-        }
-        expiry = e;
-      }
-      if (inst.type === 'option') {
-        const k = inst.strike as number;
-        if (it.stk !== null && Math.abs(it.stk - k) > 1e-9 * k) {
-          dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: stk ${it.stk}` });
-          continue;
-        }
-        if (it.optType !== undefined && it.optType !== '' && it.optType !== inst.optionType) {
-          dropped.push({ kind: OkxDropKinds.badInstrument, detail: `${inst.name}: optType ${it.optType}` });
-          continue;
-        }
-      }
-      events.push(instrumentDefinition(SOURCE, inst, expiry, pos(it.listTime) ? it.listTime / 1000 : receivedAtS));
-    } catch (e) {
-      dropped.push({ kind: OkxDropKinds.internal, detail: errorMessage(e) });
-    }
-  }
+  eachListedItem(r.data, OkxInstrumentSchema, OkxDropKinds.badInstrument, dropped, (it) => {
+    const checked = listedOkxInstrument(it);
+    if (!checked.ok) return checked.drop;
+    events.push(instrumentDefinition(SOURCE, checked.inst, checked.expiry, pos(it.listTime) ? it.listTime / 1000 : receivedAtS));
+    return null;
+  });
   return { events, dropped };
+}
+
+/**
+ * One instruments item checked against its instId: the instType of its shape, `live`, the expTime within a day of
+ * the name's, an option's strike and type; its instrument and expiry (Unix s), or the item's drop.
+ */
+function listedOkxInstrument(it: OkxInstrumentItem): { ok: true; inst: OkxInstrument; expiry: number | null } | { ok: false; drop: DroppedItem } {
+  const refuse = (detail: string, kind: string = OkxDropKinds.badInstrument) => ({ ok: false as const, drop: { kind, detail } });
+  const p = parseOkxInstId(it.instId);
+  if (!p.ok) return refuse(p.detail, nameDrop(p.reason, OkxDropKinds.badInstrument));
+  const inst = p.instrument;
+  const expected = inst.type === 'option' ? 'OPTION' : inst.type === 'future' ? 'FUTURES' : 'SWAP';
+  if (it.instType !== expected) return refuse(`${inst.name}: instType ${it.instType}`);
+  if (it.state !== undefined && it.state !== 'live') return refuse(`${inst.name} ${it.state}`, OkxDropKinds.inactive);
+  const listed = listedExpiry(inst.expirationTimestamp, it.expTime);
+  if (!listed) return refuse(`${inst.name}: expTime ${it.expTime} far from its name`);
+  if (inst.type === 'option') {
+    const k = inst.strike as number;
+    if (it.stk !== null && Math.abs(it.stk - k) > 1e-9 * k) return refuse(`${inst.name}: stk ${it.stk}`);
+    if (it.optType !== undefined && it.optType !== '' && it.optType !== inst.optionType) return refuse(`${inst.name}: optType ${it.optType}`);
+  }
+  return { ok: true, inst, expiry: listed.expiry };
 }
 
 /**

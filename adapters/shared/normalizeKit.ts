@@ -7,7 +7,7 @@
  * converts no units: callers pass times already in Unix seconds, except where a parameter's name
  * says ms. Source: src/domain/feeds.ts (NormalizeResult, Normalizer); src/domain/events.ts (event shapes).
  */
-import type { FundingRate, InstrumentDefinition } from '../../src/domain/events.js';
+import type { FundingRate, FutureQuote, InstrumentDefinition, OptionQuote } from '../../src/domain/events.js';
 import type { Pair, Source } from '../../src/domain/markets.js';
 import type { Normalizer } from '../../src/domain/feeds.js';
 import { impliedVolBlack76 } from '../../src/quant/impliedVol.js';
@@ -154,6 +154,102 @@ export function instrumentDefinition(source: Source, inst: VenueInstrument, expi
     inverse: inst.inverse,
     timestamp,
   };
+}
+
+/** The market fields of an OptionQuote (all but the instrument's identity): what {@link optionQuote} takes. */
+export type OptionQuoteValues = Omit<OptionQuote, 'kind' | 'source' | 'instrument' | 'base' | 'quote' | 'expirationTimestamp' | 'strike' | 'optionType' | 'inverse'>;
+
+/**
+ * An OptionQuote event (src/domain/events.ts) of the option `inst`: its identity (name, pair, strike, call/put,
+ * inverse) from the instrument, the venue's expiry `expirationTimestamp` (Unix s), then the market fields `v` (IVs as
+ * fractions, prices in the quote currency but the native mark, times in Unix s), in the schema's field order.
+ */
+export function optionQuote(source: Source, inst: VenueInstrument, expirationTimestamp: number, v: OptionQuoteValues): OptionQuote {
+  return {
+    kind: 'option',
+    source,
+    instrument: inst.name,
+    base: inst.pair.base,
+    quote: inst.pair.quote,
+    expirationTimestamp,
+    strike: inst.strike as number,
+    optionType: inst.optionType as 'C' | 'P',
+    inverse: inst.inverse,
+    markIv: v.markIv,
+    bidIv: v.bidIv,
+    askIv: v.askIv,
+    markPriceNative: v.markPriceNative,
+    forward: v.forward,
+    indexPrice: v.indexPrice,
+    greeks: v.greeks,
+    timestamp: v.timestamp,
+    receivedAt: v.receivedAt,
+  };
+}
+
+/** The market fields of a FutureQuote (all but the instrument's identity): what {@link futureQuote} takes. */
+export type FutureQuoteValues = Omit<FutureQuote, 'kind' | 'source' | 'instrument' | 'base' | 'quote' | 'perpetual' | 'expirationTimestamp' | 'inverse'>;
+
+/**
+ * A FutureQuote event (src/domain/events.ts) of the future or perpetual `inst`: its identity (name, pair, perpetual or
+ * not, inverse) from the instrument, the venue's expiry `expirationTimestamp` (Unix s; null for a perpetual), then the
+ * market fields `v` (prices in the quote currency, funding as fractions, times in Unix s), in the schema's field order.
+ */
+export function futureQuote(source: Source, inst: VenueInstrument, expirationTimestamp: number | null, v: FutureQuoteValues): FutureQuote {
+  return {
+    kind: 'future',
+    source,
+    instrument: inst.name,
+    base: inst.pair.base,
+    quote: inst.pair.quote,
+    perpetual: inst.type === 'perpetual',
+    expirationTimestamp,
+    inverse: inst.inverse,
+    markPrice: v.markPrice,
+    indexPrice: v.indexPrice,
+    currentFunding: v.currentFunding,
+    funding8h: v.funding8h,
+    timestamp: v.timestamp,
+    receivedAt: v.receivedAt,
+  };
+}
+
+/**
+ * Run each item of a REST listing through `normalizeItem`, in order, collecting drops in `dropped`: an item `schema`
+ * rejects is dropped as `badKind` (zod's detail), one `normalizeItem` refuses by the drop it returns (null: kept), one
+ * it throws on as {@link CommonDropKinds}.internal (the message). Never throws.
+ */
+export function eachListedItem<T>(
+  list: readonly unknown[],
+  schema: { safeParse(item: unknown): { success: true; data: T } | { success: false; error: Parameters<typeof zodDetail>[0] } },
+  badKind: string,
+  dropped: DroppedItem[],
+  normalizeItem: (it: T) => DroppedItem | null,
+): void {
+  for (const item of list) {
+    try {
+      const parsed = schema.safeParse(item);
+      if (!parsed.success) {
+        dropped.push({ kind: badKind, detail: zodDetail(parsed.error) });
+        continue;
+      }
+      const refused = normalizeItem(parsed.data);
+      if (refused) dropped.push(refused);
+    } catch (e) {
+      dropped.push({ kind: CommonDropKinds.internal, detail: errorMessage(e) });
+    }
+  }
+}
+
+/**
+ * The expiry (Unix s) of a listed instrument: the exchange's printed expiry `printedMs` (Unix ms) when it is > 0 and
+ * the name has one (`nameExpiry`, Unix s; null for a perpetual, kept null), else the name's.
+ * @returns null when the printed expiry is more than a day from the name's (the listing item is bad)
+ */
+export function listedExpiry(nameExpiry: number | null, printedMs: number | null | undefined): { readonly expiry: number | null } | null {
+  if (nameExpiry === null || !pos(printedMs)) return { expiry: nameExpiry };
+  const e = printedMs / 1000;
+  return Math.abs(e - nameExpiry) > 86_400 ? null : { expiry: e };
 }
 
 /**

@@ -26,6 +26,7 @@ import { deribitDateCode, lastBoundary, listExpiries, type ExpirySchedule } from
 import type { MarketView } from './exchangeView.js';
 import { MS_PER_YEAR, type Underlying } from './market.js';
 import { exchangeStrikeGrid, type ExchangeStrikeShape } from './strikes.js';
+import { ListingBook } from './listingBook.js';
 
 const DAY_MS = 86_400_000;
 
@@ -176,8 +177,8 @@ export interface BybitChainOptions {
 export class BybitChains {
   private readonly view: MarketView;
   private readonly coins: readonly BybitCoinSpec[];
-  private readonly active = new Map<string, BybitSimInstrument>();
-  private readonly expiredList: Array<{ inst: BybitSimInstrument; atMs: number }> = [];
+  private readonly book = new ListingBook<BybitSimInstrument>();
+  private readonly active = this.book.active;
   private nextRefreshMs = 0;
 
   constructor(view: MarketView, opts: BybitChainOptions = {}) {
@@ -246,21 +247,13 @@ export class BybitChains {
 
   /** Instruments expired within the last 3 days. */
   expired(): BybitSimInstrument[] {
-    return this.expiredList.map((e) => e.inst);
+    return this.book.expired();
   }
 
   /** Roll to `nowMs` (expire passed instruments, list the expiries due); cheap when nothing is due. */
   refresh(nowMs: number): BybitChainChanges {
     if (nowMs < this.nextRefreshMs) return { added: [], expired: [] };
-    const expired: BybitSimInstrument[] = [];
-    for (const [s, inst] of this.active) {
-      if (inst.expiryMs !== null && inst.expiryMs <= nowMs) {
-        this.active.delete(s);
-        this.expiredList.push({ inst, atMs: nowMs });
-        expired.push(inst);
-      }
-    }
-    while (this.expiredList.length > 0 && this.expiredList[0]!.atMs < nowMs - 3 * DAY_MS) this.expiredList.shift();
+    const expired = this.book.expire(nowMs, (inst) => inst.expiryMs !== null && inst.expiryMs <= nowMs);
     const added: BybitSimInstrument[] = [];
     const boundary = lastBoundary(nowMs);
     for (const spec of this.coins) {

@@ -19,6 +19,7 @@
  */
 import { black76ImpliedVol, black76Price } from './black76.js';
 import type { BybitSimInstrument } from './bybitChains.js';
+import { decimalText, roundTo } from './decimals.js';
 import { bybitGreeks } from './exchangeGreeks.js';
 import type { MarketView } from './exchangeView.js';
 import { MS_PER_YEAR } from './market.js';
@@ -33,15 +34,7 @@ export const BYBIT_FUNDING_CAP = 0.005;
 
 /** Number as Bybit prints it: at most `dp` decimals, trailing zeros cut, `-0` as `0`. */
 export function bybitStr(x: number, dp: number): string {
-  if (!Number.isFinite(x)) return '';
-  let s = x.toFixed(dp);
-  if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
-  return s === '-0' ? '0' : s;
-}
-
-function roundTo(x: number, dp: number): number {
-  const f = Math.pow(10, dp);
-  return Math.round(x * f) / f;
+  return decimalText(x, dp);
 }
 
 function floorTo(x: number, tick: number): number {

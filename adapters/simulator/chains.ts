@@ -21,6 +21,7 @@
  */
 import type { Market, Underlying } from './market.js';
 import { MS_PER_YEAR } from './market.js';
+import { ListingBook } from './listingBook.js';
 
 const DAY_MS = 86_400_000;
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'] as const;
@@ -565,8 +566,8 @@ export class DeribitChains {
   private readonly market: Market;
   private readonly products: readonly ProductSpec[];
   private nextId: number;
-  private readonly active = new Map<string, SimInstrument>();
-  private readonly expiredList: Array<{ inst: SimInstrument; atMs: number }> = [];
+  private readonly book = new ListingBook<SimInstrument>();
+  private readonly active = this.book.active;
   private nextRefreshMs = 0;
 
   constructor(market: Market, opts: ChainOptions = {}) {
@@ -590,7 +591,7 @@ export class DeribitChains {
 
   /** Instruments expired within the last 3 days (for `expired: true`). */
   expired(): SimInstrument[] {
-    return this.expiredList.map((e) => e.inst);
+    return this.book.expired();
   }
 
   /** Active options of one product prefix (e.g. 'BTC', 'SOL_USDC'). */
@@ -604,15 +605,7 @@ export class DeribitChains {
    */
   refresh(nowMs: number): ChainChanges {
     if (nowMs < this.nextRefreshMs) return { added: [], expired: [] };
-    const expired: SimInstrument[] = [];
-    for (const [name, inst] of this.active) {
-      if (!inst.perpetual && inst.expiryMs <= nowMs) {
-        this.active.delete(name);
-        this.expiredList.push({ inst, atMs: nowMs });
-        expired.push(inst);
-      }
-    }
-    while (this.expiredList.length > 0 && this.expiredList[0]!.atMs < nowMs - 3 * DAY_MS) this.expiredList.shift();
+    const expired = this.book.expire(nowMs, (inst) => !inst.perpetual && inst.expiryMs <= nowMs);
     const added: SimInstrument[] = [];
     for (const p of this.products) {
       const futureExp = p.futureSchedule ? listExpiries(nowMs, p.futureSchedule) : [];

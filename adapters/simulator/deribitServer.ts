@@ -35,30 +35,18 @@ import {
   notification,
   optionTicker,
   rpcError,
-  roundTo,
   rpcResult,
   type Json,
   type RpcError,
   type SettlementMemory,
 } from './deribitMessages.js';
-import { Market, type Underlying } from './market.js';
-import { Rng } from './rng.js';
-import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
+import { ERR, INDEXES, RpcFailure, deribitMethods, invalid, type DeribitConn, type DeribitRpcTarget, type RpcMethod } from './deribitRpc.js';
+import type { Market } from './market.js';
+import { garbageFrames, simulatorFaults } from './faults.js';
+import { SimulatedExchange, Subscribers, frameBuffer, refreshProbability, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions } from './serverKit.js';
 
 /** Options of {@link startDeribitSimulator}. */
-export interface DeribitSimulatorOptions {
-  /** TCP port; 0 (default) picks a free one. */
-  readonly port?: number;
-  /** Interface to bind; default 127.0.0.1. */
-  readonly host?: string;
-  /** Market seed (ignored when `market` is given). Default 42. */
-  readonly seed?: number;
-  /** Market step and publication period, ms. Default 100. */
-  readonly tickMs?: number;
-  /** Simulator clock, Unix ms (ignored when `market` is given). Default Date.now. */
-  readonly clock?: () => number;
-  /** A market to use instead of a new one. */
-  readonly market?: Market;
+export interface DeribitSimulatorOptions extends SimulatorServerOptions {
   /** Mean refreshes per second of each subscribed option ticker. Default 1. */
   readonly optionUpdatesPerSecond?: number;
   /** Refuse `.raw` channels with error 13778, as Deribit does without authentication. Default true. */
@@ -71,24 +59,13 @@ export interface DeribitSimulatorOptions {
 export type { SimulatorFaults } from './faults.js';
 
 /** Counters of what the simulator sent. */
-export interface SimulatorStats {
-  /** Frames sent (notifications, responses, heartbeats), all connections. */
-  readonly framesSent: number;
-  /** Subscription notifications sent, all connections. */
-  readonly notificationsSent: number;
-  /** Market ticks run. */
-  readonly ticks: number;
-}
+export type { SimulatorStats } from './serverKit.js';
 
 /** A running simulator. */
-export interface DeribitSimulator {
+export interface DeribitSimulator extends RunningSimulator {
   /** `ws://127.0.0.1:<port>/ws/api/v2`. */
   readonly url: string;
-  readonly port: number;
-  readonly market: Market;
   readonly chains: DeribitChains;
-  readonly faults: SimulatorFaults;
-  stats(): SimulatorStats;
   /**
    * A parallel move of the marks of every option whose name starts with `instrumentPrefix` (e.g. `BTC-27NOV26-`, one
    * expiry) by `dVol` (fraction; Market.shiftMarks), and their tickers published at the next market step, all at
@@ -96,228 +73,188 @@ export interface DeribitSimulator {
    * @returns the number of subscribed ticker channels that will publish
    */
   shiftMarks(instrumentPrefix: string, dVol: number): number;
-  /** Stop ticking, close every socket and the server. */
-  close(): Promise<void>;
-}
-
-const INDEXES: Readonly<Record<string, { readonly u: Underlying; readonly dp: number }>> = {
-  btc_usd: { u: 'BTC', dp: 2 },
-  eth_usd: { u: 'ETH', dp: 2 },
-  sol_usdc: { u: 'SOL', dp: 4 },
-  xrp_usdc: { u: 'XRP', dp: 4 },
-};
-const CURRENCIES = ['BTC', 'ETH', 'USDC', 'USDT', 'EURR', 'any'];
-const KINDS = ['future', 'option', 'spot', 'future_combo', 'option_combo'];
-const VERSION = '1.2.26';
-const MAX_BUFFERED = 16 * 1024 * 1024;
-
-const ERR = {
-  parse: { code: -32700, message: 'Parse error' },
-  request: { code: -32600, message: 'Invalid Request' },
-  method: { code: -32601, message: 'Method not found' },
-  rejected: { code: 10028, message: 'too_many_requests' },
-  raw: { code: 13778, message: 'raw_subscriptions_not_available_for_unauthorized' },
-} as const satisfies Record<string, RpcError>;
-
-function invalid(param: string, reason: string): RpcError {
-  return { code: -32602, message: 'Invalid params', data: { reason, param } };
-}
-
-class RpcFailure extends Error {
-  constructor(readonly rpc: RpcError) {
-    super(rpc.message);
-  }
-}
-
-interface Conn {
-  readonly ws: WebSocket;
-  readonly channels: Set<string>;
-  hbTimer: NodeJS.Timeout | null;
-  awaitingTest: boolean;
 }
 
 type Channel =
   | { readonly type: 'ticker'; readonly inst: SimInstrument; readonly interval: string }
   | { readonly type: 'index'; readonly name: string };
 
+type Conn = DeribitConn;
+
+/** Garbage frames for malformedFrames (faults.ts garbageFrames). */
+const GARBAGE = garbageFrames(
+  '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.BTC-PERPETUAL.100ms","data":{"timestamp":',
+  '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.NO-SUCH-INSTRUMENT.100ms","data":"garbage"}}',
+);
+
+const TICKER_CHANNEL = /^ticker\.(.+)\.(100ms|agg2|raw)$/;
+
+/** A request's method and params, or the error to answer (with the id to answer it under). */
+type RpcCall = { readonly id: unknown; readonly fn: RpcMethod; readonly params: Json } | { readonly id: unknown; readonly error: RpcError };
+
+/** Parse a frame as a JSON-RPC request `{id, method, params?}` of a known method. */
+function parseCall(methods: Record<string, RpcMethod>, raw: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): RpcCall {
+  let req: unknown;
+  try {
+    const text = frameBuffer(raw).toString('utf8');
+    if (isBinary && text.length === 0) throw new Error('empty');
+    req = JSON.parse(text);
+  } catch {
+    return { id: undefined, error: ERR.parse };
+  }
+  if (typeof req !== 'object' || req === null || Array.isArray(req)) return { id: undefined, error: ERR.request };
+  const r = req as Json;
+  const id = r.id;
+  if (typeof r.method !== 'string' || id === undefined || id === null) return { id: id ?? undefined, error: ERR.request };
+  const method = r.method.replace(/^\/?(api\/v2\/)?/, '');
+  const fn = methods[method];
+  if (!fn) return { id, error: ERR.method };
+  const params = r.params ?? {};
+  if (typeof params !== 'object' || params === null || Array.isArray(params)) return { id, error: invalid('params', 'must be an object') };
+  return { id, fn, params: params as Json };
+}
+
 /**
- * Start the Deribit simulator.
- * @returns once listening; `url` is the WebSocket URL to give the Deribit adapter.
- * @throws when the port cannot be bound.
+ * The Deribit simulator's state and protocol: connections, channel subscriptions, heartbeats, the JSON-RPC
+ * requests (methods: deribitRpc.ts) and the publication per tick.
  */
-export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}): Promise<DeribitSimulator> {
-  const host = opts.host ?? '127.0.0.1';
-  const tickMs = Math.max(1, opts.tickMs ?? 100);
-  const market = opts.market ?? new Market({ seed: opts.seed ?? 42, ...(opts.clock ? { clock: opts.clock } : {}) });
-  const seed = market.seed;
-  const chains = new DeribitChains(market);
-  const optionP = Math.min(1, Math.max(0, ((opts.optionUpdatesPerSecond ?? 1) * tickMs) / 1000));
-  const rawRequiresAuth = opts.rawRequiresAuth ?? true;
-  const hbUnit = opts.heartbeatMsPerS ?? 1000;
-  const quoteRng = Rng.derive(seed, 'deribit:quotes');
-  const sampleRng = Rng.derive(seed, 'deribit:sampling');
-  const memory: SettlementMemory = new Map();
-
-  const conns = new Set<Conn>();
+class DeribitExchange extends SimulatedExchange<Conn> implements DeribitRpcTarget {
   /** channel -> subscribed connections */
-  const channelSubs = new Map<string, Set<Conn>>();
+  private readonly channelSubs = new Subscribers<Conn>();
   /** instrument name -> its subscribed ticker channels */
-  const instrumentChannels = new Map<string, Set<string>>();
+  readonly instrumentChannels = new Map<string, Set<string>>();
   /** channels needing their first notification */
-  const fresh = new Set<string>();
-  const lastSent = new Map<string, number>();
-  const switches = new FaultSwitches();
-  let framesSent = 0;
-  let notificationsSent = 0;
-  let ticks = 0;
+  readonly fresh = new Set<string>();
+  private readonly lastSent = new Map<string, number>();
+  private readonly memory: SettlementMemory = new Map();
+  private readonly methods: Record<string, RpcMethod>;
 
-  const silenced = () => switches.silenced();
-  /** usIn: the simulator clock in microseconds; usOut: usIn + the measured handling time (>= 1 µs). */
-  const usStamp = () => ({ us: Math.round(market.now * 1000), t0: performance.now() });
-  const usAfter = (s: { us: number; t0: number }) => s.us + Math.max(1, Math.round((performance.now() - s.t0) * 1000));
-
-  function send(c: Conn, text: string | Buffer): boolean {
-    if (c.ws.readyState !== c.ws.OPEN || silenced()) return false;
-    if (c.ws.bufferedAmount > MAX_BUFFERED) return false;
-    c.ws.send(text);
-    framesSent++;
-    return true;
+  constructor(
+    market: Market,
+    readonly chains: DeribitChains,
+    private readonly optionP: number,
+    readonly rawRequiresAuth: boolean,
+    private readonly hbUnit: number,
+  ) {
+    super(market, 'deribit', true);
+    this.methods = deribitMethods(this);
   }
 
-  function parseChannel(ch: string): Channel | null {
+  private parseChannel(ch: string): Channel | null {
     if (ch.startsWith('deribit_price_index.')) {
       const name = ch.slice('deribit_price_index.'.length);
       return INDEXES[name] ? { type: 'index', name } : null;
     }
-    const m = /^ticker\.(.+)\.(100ms|agg2|raw)$/.exec(ch);
+    const m = TICKER_CHANNEL.exec(ch);
     if (m) {
-      const inst = chains.get(m[1]!);
+      const inst = this.chains.get(m[1]!);
       return inst ? { type: 'ticker', inst, interval: m[2]! } : null;
     }
     return null;
   }
 
-  function addSub(c: Conn, ch: string, parsed: Channel): void {
+  private addSub(c: Conn, ch: string, parsed: Channel): void {
     if (c.channels.has(ch)) return;
     c.channels.add(ch);
-    let set = channelSubs.get(ch);
-    if (!set) channelSubs.set(ch, (set = new Set()));
-    set.add(c);
+    this.channelSubs.addTo(ch, c);
     if (parsed.type === 'ticker') {
-      let chs = instrumentChannels.get(parsed.inst.name);
-      if (!chs) instrumentChannels.set(parsed.inst.name, (chs = new Set()));
+      let chs = this.instrumentChannels.get(parsed.inst.name);
+      if (!chs) this.instrumentChannels.set(parsed.inst.name, (chs = new Set()));
       chs.add(ch);
     }
-    fresh.add(ch);
+    this.fresh.add(ch);
   }
 
-  function removeSub(c: Conn, ch: string): boolean {
+  subscribeChannels(c: Conn, channels: readonly string[]): string[] {
+    const ok: string[] = [];
+    for (const ch of channels) {
+      const parsed = this.parseChannel(ch);
+      if (!parsed) continue;
+      this.addSub(c, ch, parsed);
+      ok.push(ch);
+    }
+    return ok;
+  }
+
+  removeSub(c: Conn, ch: string): boolean {
     if (!c.channels.delete(ch)) return false;
-    const set = channelSubs.get(ch);
-    set?.delete(c);
-    if (set && set.size === 0) {
-      channelSubs.delete(ch);
-      lastSent.delete(ch);
-      fresh.delete(ch);
-      const m = /^ticker\.(.+)\.(100ms|agg2|raw)$/.exec(ch);
+    if (this.channelSubs.removeFrom(ch, c)) {
+      this.lastSent.delete(ch);
+      this.fresh.delete(ch);
+      const m = TICKER_CHANNEL.exec(ch);
       if (m) {
-        const chs = instrumentChannels.get(m[1]!);
+        const chs = this.instrumentChannels.get(m[1]!);
         chs?.delete(ch);
-        if (chs && chs.size === 0) instrumentChannels.delete(m[1]!);
+        if (chs && chs.size === 0) this.instrumentChannels.delete(m[1]!);
       }
     }
     return true;
   }
 
-  function publish(ch: string, data: unknown): void {
-    const subs = channelSubs.get(ch);
+  private publish(ch: string, data: unknown): void {
+    const subs = this.channelSubs.get(ch);
     if (!subs || subs.size === 0) return;
     const text = JSON.stringify(notification(ch, data));
-    for (const c of subs) if (send(c, text)) notificationsSent++;
-    lastSent.set(ch, performance.now());
-    fresh.delete(ch);
+    for (const c of subs) if (this.sender.send(c, text)) this.notificationsSent++;
+    this.lastSent.set(ch, performance.now());
+    this.fresh.delete(ch);
   }
 
   /** A 100ms/agg2 channel may send when 100 ms have passed since its last notification. */
-  function due(ch: string, t: number): boolean {
+  private due(ch: string, t: number): boolean {
     if (ch.endsWith('.raw')) return true;
-    const last = lastSent.get(ch);
+    const last = this.lastSent.get(ch);
     return last === undefined || t - last >= 99;
   }
 
-  function tickerData(inst: SimInstrument, nowMs: number): Json {
+  tickerData(inst: SimInstrument, nowMs: number): Json {
+    const { market, quoteRng, memory } = this;
     return inst.kind === 'option' ? optionTicker(market, inst, nowMs, quoteRng, memory) : futureTicker(market, inst, nowMs, quoteRng, memory);
   }
 
-  let lastClock = market.now;
-  function tick(): void {
-    ticks++;
-    const nowMs = market.now;
-    const dtS = Math.max(0, (nowMs - lastClock) / 1000);
-    lastClock = nowMs;
-    market.step(dtS);
-    const changes = chains.refresh(nowMs);
+  /** One market step: expired instruments' last tickers and unsubscription, then the publication. */
+  readonly tick = (): void => {
+    const nowMs = this.beginTick();
+    const changes = this.chains.refresh(nowMs);
     for (const inst of changes.expired) {
-      memory.delete(inst.name);
-      const chs = instrumentChannels.get(inst.name);
+      this.memory.delete(inst.name);
+      const chs = this.instrumentChannels.get(inst.name);
       if (!chs) continue;
       for (const ch of [...chs]) {
-        if (inst.kind === 'option') publish(ch, expiredOptionTicker(market, inst, nowMs));
-        for (const c of [...(channelSubs.get(ch) ?? [])]) removeSub(c, ch);
+        if (inst.kind === 'option') this.publish(ch, expiredOptionTicker(this.market, inst, nowMs));
+        for (const c of [...(this.channelSubs.get(ch) ?? [])]) this.removeSub(c, ch);
       }
     }
-    if (silenced()) return;
-    const t = performance.now();
+    if (this.silenced()) return;
+    this.publishAll(nowMs, performance.now());
+  };
+
+  /** The indexes, then the tickers due at t (performance.now() ms; options sampled), the market at nowMs. */
+  private publishAll(nowMs: number, t: number): void {
     for (const [name, idx] of Object.entries(INDEXES)) {
       const ch = `deribit_price_index.${name}`;
-      if (channelSubs.has(ch) && due(ch, t)) publish(ch, indexData(market, name, idx.u, idx.dp, nowMs));
+      if (this.channelSubs.has(ch) && this.due(ch, t)) this.publish(ch, indexData(this.market, name, idx.u, idx.dp, nowMs));
     }
-    for (const [name, chs] of instrumentChannels) {
-      const inst = chains.get(name);
+    for (const [name, chs] of this.instrumentChannels) {
+      const inst = this.chains.get(name);
       if (!inst) continue;
       let isFresh = false;
-      for (const ch of chs) if (fresh.has(ch)) isFresh = true;
-      if (inst.kind === 'option' && !isFresh && sampleRng.uniform() >= optionP) continue;
+      for (const ch of chs) if (this.fresh.has(ch)) isFresh = true;
+      if (inst.kind === 'option' && !isFresh && this.sampleRng.uniform() >= this.optionP) continue;
       let data: Json | null = null;
       for (const ch of chs) {
-        if (!fresh.has(ch) && !due(ch, t)) continue;
-        data ??= tickerData(inst, nowMs);
-        publish(ch, data);
+        if (!this.fresh.has(ch) && !this.due(ch, t)) continue;
+        data ??= this.tickerData(inst, nowMs);
+        this.publish(ch, data);
       }
     }
   }
 
-  // ---- JSON-RPC methods -------------------------------------------------------------------
-
-  function str(params: Json, name: string, required: boolean): string | undefined {
-    const v = params[name];
-    if (v === undefined) {
-      if (required) throw new RpcFailure(invalid(name, 'required'));
-      return undefined;
-    }
-    if (typeof v !== 'string') throw new RpcFailure(invalid(name, 'must be a string'));
-    return v;
-  }
-
-  function num(params: Json, name: string): number {
-    const v = params[name];
-    if (v === undefined) throw new RpcFailure(invalid(name, 'required'));
-    const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
-    if (typeof n !== 'number' || !Number.isFinite(n)) throw new RpcFailure(invalid(name, 'must be a number'));
-    return n;
-  }
-
-  function channelList(params: Json): string[] {
-    const v = params.channels;
-    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new RpcFailure(invalid('channels', 'value must be a list'));
-    return v as string[];
-  }
-
-  function startHeartbeat(c: Conn, intervalS: number): void {
+  startHeartbeat(c: Conn, intervalS: number): void {
     if (c.hbTimer) clearInterval(c.hbTimer);
     c.awaitingTest = false;
     c.hbTimer = setInterval(() => {
-      if (silenced()) {
+      if (this.silenced()) {
         c.awaitingTest = false;
         return;
       }
@@ -325,142 +262,73 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
         c.ws.close(1000, 'heartbeat test_request not answered');
         return;
       }
-      if (send(c, JSON.stringify({ jsonrpc: '2.0', method: 'heartbeat', params: { type: 'test_request' } }))) c.awaitingTest = true;
-    }, intervalS * hbUnit);
+      if (this.sender.send(c, JSON.stringify({ jsonrpc: '2.0', method: 'heartbeat', params: { type: 'test_request' } }))) c.awaitingTest = true;
+    }, intervalS * this.hbUnit);
   }
 
-  const methods: Record<string, (c: Conn, params: Json) => unknown> = {
-    'public/test': (c) => {
-      c.awaitingTest = false;
-      return { version: VERSION };
-    },
-    'public/hello': () => ({ version: VERSION }),
-    'public/get_time': () => market.now,
-    'public/set_heartbeat': (c, params) => {
-      const interval = num(params, 'interval');
-      if (interval < 10) throw new RpcFailure(invalid('interval', 'must be greater than or equal to 10'));
-      startHeartbeat(c, interval);
-      return 'ok';
-    },
-    'public/disable_heartbeat': (c) => {
-      if (c.hbTimer) clearInterval(c.hbTimer);
-      c.hbTimer = null;
-      c.awaitingTest = false;
-      return 'ok';
-    },
-    'public/get_instruments': (_c, params) => {
-      const currency = str(params, 'currency', true)!;
-      if (!CURRENCIES.includes(currency)) throw new RpcFailure(invalid('currency', `must be one of the following: ${CURRENCIES.join(', ')}`));
-      const kind = str(params, 'kind', false);
-      if (kind !== undefined && !KINDS.includes(kind)) throw new RpcFailure(invalid('kind', `must be one of the following: ${KINDS.join(', ')}`));
-      const expired = params.expired;
-      if (expired !== undefined && typeof expired !== 'boolean' && expired !== 'true' && expired !== 'false') {
-        throw new RpcFailure(invalid('expired', 'must be a boolean'));
-      }
-      const wantExpired = expired === true || expired === 'true';
-      const list = wantExpired
-        ? chains.expired().map((i) => ({ ...i, json: { ...i.json, is_active: false, state: 'closed' } }))
-        : chains.all();
-      return list
-        .filter((i) => (currency === 'any' || i.product.currency === currency) && (kind === undefined || i.kind === kind))
-        .map((i) => i.json);
-    },
-    'public/get_index_price': (_c, params) => {
-      const name = str(params, 'index_name', true)!;
-      const idx = INDEXES[name];
-      if (!idx) throw new RpcFailure(invalid('index_name', 'wrong format'));
-      const price = indexData(market, name, idx.u, idx.dp, market.now).price;
-      return { index_price: price, estimated_delivery_price: price };
-    },
-    'public/ticker': (_c, params) => {
-      const name = str(params, 'instrument_name', true)!;
-      const inst = chains.get(name);
-      if (!inst) throw new RpcFailure(invalid('instrument_name', 'instrument not found'));
-      return tickerData(inst, market.now);
-    },
-    'public/get_funding_rate_history': (_c, params) => {
-      const name = str(params, 'instrument_name', true)!;
-      const inst = chains.get(name);
-      if (!inst || !inst.perpetual) throw new RpcFailure(invalid('instrument_name', 'must be a perpetual instrument'));
-      const start = num(params, 'start_timestamp');
-      const end = num(params, 'end_timestamp');
-      if (start > end) throw new RpcFailure(invalid('start_timestamp', 'must be less than end_timestamp'));
-      const dp = inst.product.priceDecimals;
-      return market.fundingHistory(inst.underlying, start, end).map((p) => ({
-        timestamp: p.timestamp,
-        index_price: roundTo(p.index_price, dp),
-        prev_index_price: roundTo(p.prev_index_price, dp),
-        interest_8h: p.interest_8h,
-        interest_1h: p.interest_1h,
-      }));
-    },
-    'public/subscribe': (c, params) => {
-      const channels = channelList(params);
-      if (switches.rejecting) throw new RpcFailure(ERR.rejected);
-      if (rawRequiresAuth && channels.some((ch) => ch.endsWith('.raw'))) throw new RpcFailure(ERR.raw);
-      const ok: string[] = [];
-      for (const ch of channels) {
-        const parsed = parseChannel(ch);
-        if (!parsed) continue;
-        addSub(c, ch, parsed);
-        ok.push(ch);
-      }
-      return ok;
-    },
-    'public/unsubscribe': (c, params) => channelList(params).filter((ch) => removeSub(c, ch)),
-    'public/unsubscribe_all': (c) => {
-      for (const ch of [...c.channels]) removeSub(c, ch);
-      return 'ok';
-    },
+  /** A new connection: its requests, its heartbeat and subscriptions dropped when it closes. */
+  readonly onConnection = (ws: WebSocket): void => {
+    const c: Conn = { ws, channels: new Set(), hbTimer: null, awaitingTest: false };
+    trackConnection(
+      this.conns,
+      c,
+      (data, isBinary) => this.onMessage(c, data, isBinary),
+      () => {
+        if (c.hbTimer) clearInterval(c.hbTimer);
+        for (const ch of [...c.channels]) this.removeSub(c, ch);
+      },
+    );
   };
 
-  function onMessage(c: Conn, raw: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): void {
-    if (silenced()) return;
-    const stamp = usStamp();
-    const usIn = stamp.us;
-    const usNow = () => usAfter(stamp);
-    const reply = (o: Json) => send(c, JSON.stringify(o));
-    let req: unknown;
-    try {
-      const text = Array.isArray(raw) ? Buffer.concat(raw).toString('utf8') : Buffer.from(raw as ArrayBuffer).toString('utf8');
-      if (isBinary && text.length === 0) throw new Error('empty');
-      req = JSON.parse(text);
-    } catch {
-      reply(rpcError(undefined, ERR.parse, usIn, usNow()));
-      return;
-    }
-    if (typeof req !== 'object' || req === null || Array.isArray(req)) {
-      reply(rpcError(undefined, ERR.request, usIn, usNow()));
-      return;
-    }
-    const r = req as Json;
-    const id = r.id;
-    if (typeof r.method !== 'string' || id === undefined || id === null) {
-      reply(rpcError(id ?? undefined, ERR.request, usIn, usNow()));
-      return;
-    }
-    const method = r.method.replace(/^\/?(api\/v2\/)?/, '');
-    const fn = methods[method];
-    if (!fn) {
-      reply(rpcError(id, ERR.method, usIn, usNow()));
-      return;
-    }
-    const params = r.params ?? {};
-    if (typeof params !== 'object' || params === null || Array.isArray(params)) {
-      reply(rpcError(id, invalid('params', 'must be an object'), usIn, usNow()));
+  /**
+   * Answer one request. usIn: the simulator clock in microseconds; usOut: usIn + the measured handling time (>= 1 µs).
+   */
+  private onMessage(c: Conn, raw: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): void {
+    if (this.silenced()) return;
+    const usIn = Math.round(this.market.now * 1000);
+    const t0 = performance.now();
+    const usNow = () => usIn + Math.max(1, Math.round((performance.now() - t0) * 1000));
+    const reply = (o: Json) => this.sender.send(c, JSON.stringify(o));
+    const call = parseCall(this.methods, raw, isBinary);
+    if ('error' in call) {
+      reply(rpcError(call.id, call.error, usIn, usNow()));
       return;
     }
     try {
-      const result = fn(c, params as Json);
-      reply(rpcResult(id, result, usIn, usNow()));
+      const result = call.fn(c, call.params);
+      reply(rpcResult(call.id, result, usIn, usNow()));
     } catch (e) {
-      if (e instanceof RpcFailure) reply(rpcError(id, e.rpc, usIn, usNow()));
-      else reply(rpcError(id, { code: 11094, message: 'internal_server_error' }, usIn, usNow()));
+      if (e instanceof RpcFailure) reply(rpcError(call.id, e.rpc, usIn, usNow()));
+      else reply(rpcError(call.id, { code: 11094, message: 'internal_server_error' }, usIn, usNow()));
     }
   }
 
-  // ---- server ------------------------------------------------------------------------------
+  /** Market.shiftMarks, and the prefix's subscribed ticker channels marked for publication; returns their number. */
+  shiftMarks(instrumentPrefix: string, dVol: number): number {
+    this.market.shiftMarks(instrumentPrefix, dVol);
+    let n = 0;
+    for (const [name, chs] of this.instrumentChannels) {
+      if (!name.startsWith(instrumentPrefix)) continue;
+      for (const ch of chs) {
+        this.fresh.add(ch);
+        n++;
+      }
+    }
+    return n;
+  }
+}
 
+/**
+ * Start the Deribit simulator.
+ * @returns once listening; `url` is the WebSocket URL to give the Deribit adapter.
+ * @throws when the port cannot be bound.
+ */
+export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}): Promise<DeribitSimulator> {
+  const { host, tickMs, market } = simulatorBasics(opts);
+  const chains = new DeribitChains(market);
+  const optionP = refreshProbability(opts.optionUpdatesPerSecond, tickMs);
+  const x = new DeribitExchange(market, chains, optionP, opts.rawRequiresAuth ?? true, opts.heartbeatMsPerS ?? 1000);
+  const { conns, switches, sender } = x;
   const wss = new WebSocketServer({ host, port: opts.port ?? 0 });
   await new Promise<void>((resolve, reject) => {
     wss.once('listening', resolve);
@@ -468,33 +336,12 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
   });
   const address = wss.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-
-  wss.on('connection', (ws) => {
-    const c: Conn = { ws, channels: new Set(), hbTimer: null, awaitingTest: false };
-    conns.add(c);
-    ws.on('message', (data, isBinary) => onMessage(c, data, isBinary));
-    ws.on('error', () => ws.terminate());
-    ws.on('close', () => {
-      if (c.hbTimer) clearInterval(c.hbTimer);
-      for (const ch of [...c.channels]) removeSub(c, ch);
-      conns.delete(c);
-    });
-  });
-
-  const timer = setInterval(tick, tickMs);
-
-  const GARBAGE: Array<string | Buffer> = [
-    '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.BTC-PERPETUAL.100ms","data":{"timestamp":',
-    'not json at all',
-    Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]),
-    '{"jsonrpc":"2.0","method":"subscription","params":{"channel":"ticker.NO-SUCH-INSTRUMENT.100ms","data":"garbage"}}',
-    '[1,2,3]',
-  ];
-
+  wss.on('connection', x.onConnection);
+  const timer = setInterval(x.tick, tickMs);
   const faults = simulatorFaults({
     switches,
     conns,
-    send,
+    send: sender.send,
     garbage: GARBAGE,
     subscriptionsOf: (c) => c.channels.size,
     // a heartbeat request outstanding when the silence starts is forgotten, as Deribit would not close then
@@ -502,26 +349,14 @@ export async function startDeribitSimulator(opts: DeribitSimulatorOptions = {}):
       for (const c of conns) c.awaitingTest = false;
     },
   });
-
   return {
     url: `ws://${host}:${port}/ws/api/v2`,
     port,
     market,
     chains,
     faults,
-    stats: () => ({ framesSent, notificationsSent, ticks }),
-    shiftMarks: (instrumentPrefix: string, dVol: number): number => {
-      market.shiftMarks(instrumentPrefix, dVol);
-      let n = 0;
-      for (const [name, chs] of instrumentChannels) {
-        if (!name.startsWith(instrumentPrefix)) continue;
-        for (const ch of chs) {
-          fresh.add(ch);
-          n++;
-        }
-      }
-      return n;
-    },
+    stats: () => ({ framesSent: sender.framesSent, notificationsSent: x.notificationsSent, ticks: x.ticks }),
+    shiftMarks: (instrumentPrefix: string, dVol: number): number => x.shiftMarks(instrumentPrefix, dVol),
     close: async () => {
       clearInterval(timer);
       for (const c of conns) {

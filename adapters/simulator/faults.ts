@@ -95,3 +95,12 @@ export function simulatorFaults<C extends { readonly ws: WebSocket }>(t: FaultTa
     },
   };
 }
+
+/**
+ * The garbage frames of one protocol for {@link SimulatorFaults.malformedFrames}, in the order sent: a truncated frame
+ * of the protocol, plain text, binary bytes, a frame of the protocol with a wrong body (unknown instrument, garbage
+ * data), a JSON array.
+ */
+export function garbageFrames(truncated: string, wrongBody: string): Array<string | Buffer> {
+  return [truncated, 'not json at all', Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]), wrongBody, '[1,2,3]'];
+}

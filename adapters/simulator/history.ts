@@ -245,10 +245,23 @@ export interface SimulatedHistory {
 }
 
 /**
- * Build the pre-run simulator market and the seeder of its history.
+ * Hand the snapshots built from one seed point's fits to the target, each pair's sequence number one past its last
+ * (`sequences`: key `source:base/quote` -> last sequence number, updated).
+ */
+function deliverSeedFits(fits: readonly ChainFit[], sequences: Map<string, number>, target: SeedingTarget): void {
+  for (const fit of fits) {
+    const key = `${fit.source}:${fit.pair.base}/${fit.pair.quote}`;
+    const seq = (sequences.get(key) ?? 0) + 1;
+    sequences.set(key, seq);
+    for (const s of buildSnapshots(fit, seq).surfaces) target.onSnapshot(s);
+  }
+}
+
+/**
+ * The history's options with their defaults (hours 24, stepS 300, everyS 300, leadS 600, clock Date.now).
  * @throws RangeError when hours <= 0 or everyS is not a positive multiple of stepS
  */
-export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): SimulatedHistory {
+function historySettings(opts: SimulatedHistoryOptions): { hours: number; stepS: number; everyS: number; leadS: number; clock: () => number } {
   const hours = opts.hours ?? 24;
   const stepS = opts.stepS ?? 300;
   const everyS = opts.everyS ?? 300;
@@ -256,6 +269,15 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
   const clock = opts.clock ?? Date.now;
   if (!(hours > 0)) throw new RangeError(`prepareSimulatedHistory: hours must be > 0, got ${hours}`);
   if (!(stepS > 0 && everyS > 0 && Number.isInteger(everyS / stepS))) throw new RangeError(`prepareSimulatedHistory: everyS (${everyS}) must be a positive multiple of stepS (${stepS})`);
+  return { hours, stepS, everyS, leadS, clock };
+}
+
+/**
+ * Build the pre-run simulator market and the seeder of its history.
+ * @throws RangeError when hours <= 0 or everyS is not a positive multiple of stepS
+ */
+export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): SimulatedHistory {
+  const { hours, stepS, everyS, leadS, clock } = historySettings(opts);
   const nowMs = clock();
   const nSteps = Math.round((hours * 3600) / stepS);
   const startMs = nowMs - nSteps * stepS * 1000;
@@ -290,12 +312,7 @@ export function prepareSimulatedHistory(opts: SimulatedHistoryOptions): Simulate
         try {
           const fits = await target.fitAt(spec, j * stepsPerPoint);
           if (stopped) return;
-          for (const fit of fits) {
-            const key = `${fit.source}:${fit.pair.base}/${fit.pair.quote}`;
-            const seq = (sequences.get(key) ?? 0) + 1;
-            sequences.set(key, seq);
-            for (const s of buildSnapshots(fit, seq).surfaces) target.onSnapshot(s);
-          }
+          deliverSeedFits(fits, sequences, target);
           if (j === 0) target.logger?.info({ atS: startMs / 1000, pairs: fits.length }, 'simulated history: first 24 h reference point calibrated');
         } catch (err) {
           // a fit cut short by stop() (its worker closed) is no failure

@@ -23,6 +23,7 @@ import { lastBoundary, listExpiries, type ExpirySchedule } from './chains.js';
 import type { MarketView } from './exchangeView.js';
 import { MS_PER_YEAR, type Underlying } from './market.js';
 import { exchangeStrikeGrid, type ExchangeStrikeShape } from './strikes.js';
+import { ListingBook } from './listingBook.js';
 
 const DAY_MS = 86_400_000;
 
@@ -192,8 +193,8 @@ export interface OkxChainOptions {
 export class OkxChains {
   private readonly view: MarketView;
   private readonly families: readonly OkxFamilySpec[];
-  private readonly active = new Map<string, OkxSimInstrument>();
-  private readonly expiredList: Array<{ inst: OkxSimInstrument; atMs: number }> = [];
+  private readonly book = new ListingBook<OkxSimInstrument>();
+  private readonly active = this.book.active;
   private nextRefreshMs = 0;
 
   constructor(view: MarketView, opts: OkxChainOptions = {}) {
@@ -242,7 +243,7 @@ export class OkxChains {
 
   /** Instruments expired within the last 3 days. */
   expired(): OkxSimInstrument[] {
-    return this.expiredList.map((e) => e.inst);
+    return this.book.expired();
   }
 
   /**
@@ -251,15 +252,7 @@ export class OkxChains {
    */
   refresh(nowMs: number): OkxChainChanges {
     if (nowMs < this.nextRefreshMs) return { added: [], expired: [] };
-    const expired: OkxSimInstrument[] = [];
-    for (const [id, inst] of this.active) {
-      if (inst.expiryMs !== null && inst.expiryMs <= nowMs) {
-        this.active.delete(id);
-        this.expiredList.push({ inst, atMs: nowMs });
-        expired.push(inst);
-      }
-    }
-    while (this.expiredList.length > 0 && this.expiredList[0]!.atMs < nowMs - 3 * DAY_MS) this.expiredList.shift();
+    const expired = this.book.expire(nowMs, (inst) => inst.expiryMs !== null && inst.expiryMs <= nowMs);
     const added: OkxSimInstrument[] = [];
     for (const spec of this.families) {
       const futures = listExpiries(nowMs, spec.futureSchedule);

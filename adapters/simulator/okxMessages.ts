@@ -23,6 +23,7 @@
  * - funding-rate-history item (docs example): `fundingRate`, `realizedRate`, `fundingTime`, `method`
  *   `next_period`, `formulaType` `noRate`.
  */
+import { decimalText, roundTo } from './decimals.js';
 import { okxGreeks } from './exchangeGreeks.js';
 import type { MarketView } from './exchangeView.js';
 import { MS_PER_YEAR, type Underlying } from './market.js';
@@ -39,15 +40,7 @@ const FUNDING_CAP = 0.00375;
 
 /** Number as OKX prints it: at most `dp` decimals, trailing zeros and a trailing point cut, `-0` as `0`. */
 export function okxStr(x: number, dp = 10): string {
-  if (!Number.isFinite(x)) return '';
-  let s = x.toFixed(dp);
-  if (s.includes('.')) s = s.replace(/0+$/, '').replace(/\.$/, '');
-  return s === '-0' ? '0' : s;
-}
-
-function roundTo(x: number, dp: number): number {
-  const f = Math.pow(10, dp);
-  return Math.round(x * f) / f;
+  return decimalText(x, dp);
 }
 
 /** The exchange's index of an underlying, rounded to the family's decimals. */

@@ -34,43 +34,18 @@
  * every `markPriceIntervalMs` (OKX: 200 ms), `tickers` every `tickersIntervalMs`, `funding-rate`
  * every `fundingPushMs` (OKX: 30-90 s), each also on the first tick after subscribing.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { performance } from 'node:perf_hooks';
-import { WebSocketServer, type WebSocket } from 'ws';
-import type { SimulatorStats } from './deribitServer.js';
-import { FaultSwitches, simulatorFaults, type SimulatorFaults } from './faults.js';
+import type { WebSocket } from 'ws';
+import { garbageFrames, simulatorFaults, type SimulatorFaults } from './faults.js';
 import { MarketView, OKX_VIEW, type ExchangeViewParams } from './exchangeView.js';
-import { Market, type Underlying } from './market.js';
-import { OkxChains, type OkxInstType, type OkxSimInstrument } from './okxChains.js';
-import {
-  fundingHistoryItems,
-  fundingRateItem,
-  indexStats,
-  indexTickerItem,
-  markPriceItem,
-  okxPush,
-  optSummaryItem,
-  tickerItem,
-  type IndexStats,
-  type Json,
-} from './okxMessages.js';
-import { Rng, hashString } from './rng.js';
+import type { Market, Underlying } from './market.js';
+import { OkxChains, type OkxSimInstrument } from './okxChains.js';
+import { fundingRateItem, indexStats, indexTickerItem, markPriceItem, okxPush, optSummaryItem, tickerItem, type IndexStats, type Json } from './okxMessages.js';
+import { OkxError, answerOkxRest } from './okxRest.js';
+import { SimulatedExchange, Subscribers, closeHttpWs, connectionHash, frameBuffer, listenHttpWs, refreshProbability, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
 
-/** Options of {@link startOkxSimulator}. */
-export interface OkxSimulatorOptions {
-  /** TCP port of both REST and WebSocket; 0 (default) picks a free one. */
-  readonly port?: number;
-  /** Interface to bind; default 127.0.0.1. */
-  readonly host?: string;
-  /** Market seed (ignored when `market` is given). Default 42. */
-  readonly seed?: number;
-  /** Market step and publication period, ms. Default 100. */
-  readonly tickMs?: number;
-  /** Simulator clock, Unix ms (ignored when `market` is given). Default Date.now. */
-  readonly clock?: () => number;
-  /** A shared market (e.g. the Deribit simulator's) instead of a new one. */
-  readonly market?: Market;
+/** Options of {@link startOkxSimulator} (the port serves both REST and WebSocket; `market`: e.g. the Deribit simulator's, shared). */
+export interface OkxSimulatorOptions extends SimulatorServerOptions {
   /** Step the market every tick. Default: true for an own market, false for a given (shared) one. */
   readonly stepMarket?: boolean;
   /** OKX's view constants. Default {@link OKX_VIEW}. */
@@ -108,23 +83,22 @@ export interface OkxSimulatorStats extends SimulatorStats {
 }
 
 /** A running OKX simulator. */
-export interface OkxSimulator {
+export interface OkxSimulator extends RunningSimulator<OkxSimulatorStats, OkxSimulatorFaults> {
   /** `ws://127.0.0.1:<port>/ws/v5/public`. */
   readonly url: string;
   /** REST base `http://127.0.0.1:<port>`. */
   readonly restUrl: string;
-  readonly port: number;
-  readonly market: Market;
   readonly view: MarketView;
   readonly chains: OkxChains;
-  readonly faults: OkxSimulatorFaults;
-  stats(): OkxSimulatorStats;
-  /** Stop ticking, close every socket and the server. */
-  close(): Promise<void>;
 }
 
 const WS_PATH = '/ws/v5/public';
-const MAX_BUFFERED = 16 * 1024 * 1024;
+/** Garbage frames for malformedFrames (faults.ts garbageFrames). */
+const GARBAGE = garbageFrames(
+  '{"arg":{"channel":"opt-summary","instFamily":"BTC-USD"},"data":[{"instId":"BTC-USD-',
+  '{"arg":{"channel":"mark-price","instId":"NO-SUCH-SWAP"},"data":"garbage"}',
+);
+
 const MAX_REQUEST_BYTES = 64 * 1024;
 const HOUR_MS = 3_600_000;
 const CHANNELS = ['opt-summary', 'index-tickers', 'mark-price', 'tickers', 'funding-rate'] as const;
@@ -148,13 +122,304 @@ interface Conn {
   requestTimes: number[];
 }
 
-class OkxError extends Error {
-  constructor(
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
+/** The resolved cadence options of the OKX simulator (see {@link OkxSimulatorOptions}); periods in ms. */
+interface OkxCadence {
+  readonly optionP: number;
+  readonly maxItems: number;
+  readonly indexEvery: number;
+  readonly markEvery: number;
+  readonly tickersEvery: number;
+  readonly fundingEvery: number;
+  readonly idleCloseMs: number;
+  readonly perHour: number;
+}
+
+/** The cadence options with their defaults. */
+function okxCadence(opts: OkxSimulatorOptions, tickMs: number): OkxCadence {
+  return {
+    optionP: refreshProbability(opts.optionUpdatesPerSecond, tickMs),
+    maxItems: Math.max(1, opts.maxItemsPerPush ?? 100),
+    indexEvery: opts.indexIntervalMs ?? 100,
+    markEvery: opts.markPriceIntervalMs ?? 200,
+    tickersEvery: opts.tickersIntervalMs ?? 1000,
+    fundingEvery: opts.fundingPushMs ?? 30_000,
+    idleCloseMs: opts.idleCloseMs ?? 30_000,
+    perHour: opts.requestsPerHour ?? 480,
+  };
+}
+
+/**
+ * Resolve one subscription argument `{channel, instId|instFamily|uly}` against the chains.
+ * @throws OkxError 60012 when it is not an object, 60018 when the channel or instrument is unknown
+ */
+function resolveArg(a: unknown, chains: OkxChains): Arg {
+  if (typeof a !== 'object' || a === null || Array.isArray(a)) throw new OkxError('60012', `Invalid request: ${JSON.stringify(a)?.slice(0, 100)}`);
+  const o = a as Json;
+  const channel = o.channel;
+  const sel = (o.instId ?? o.instFamily ?? o.uly) as unknown;
+  const label = `channel:${String(channel)},${o.instId !== undefined ? 'instId' : o.instFamily !== undefined ? 'instFamily' : 'uly'}:${String(sel)}`;
+  const missing = new OkxError('60018', `Wrong URL or ${label} doesn't exist. Please use the correct URL, channel and parameters referring to API document.`);
+  if (typeof channel !== 'string' || typeof sel !== 'string' || !(CHANNELS as readonly string[]).includes(channel)) throw missing;
+  const ch = channel as Channel;
+  const echo: Json = { channel: ch };
+  if (ch === 'opt-summary') {
+    if (o.instFamily === undefined && o.uly === undefined) throw missing;
+    if (!chains.family(sel)) throw missing;
+    if (o.instFamily !== undefined) echo.instFamily = sel;
+    else echo.uly = sel;
+  } else {
+    if (typeof o.instId !== 'string') throw missing;
+    if (ch === 'index-tickers') {
+      if (!chains.family(sel)) throw missing;
+    } else {
+      const inst = chains.get(sel);
+      if (!inst || inst.instType === 'OPTION' || (ch === 'funding-rate' && inst.instType !== 'SWAP')) throw missing;
+    }
+    echo.instId = sel;
   }
+  return { channel: ch, sel, echo };
+}
+
+/** The connections of `cs` grouped by their echo of the key's argument (instFamily vs uly): one push per group, so that each client sees its own arg. */
+function byEcho(key: string, cs: readonly Conn[]): { arg: Json; cs: Conn[] }[] {
+  const m = new Map<string, { arg: Json; cs: Conn[] }>();
+  for (const c of cs) {
+    const arg = c.args.get(key)!.echo;
+    const k = JSON.stringify(arg);
+    if (!m.has(k)) m.set(k, { arg, cs: [] });
+    m.get(k)!.cs.push(c);
+  }
+  return [...m.values()];
+}
+
+/** The request a text frame carries, or the reason it is invalid (an OKX error answer's code and message). */
+type ParsedRequest = { readonly ok: true; readonly op: 'subscribe' | 'unsubscribe'; readonly args: unknown[]; readonly id: string | undefined } | { readonly ok: false; readonly id: string | undefined };
+
+/** Parse a frame's text as `{id?, op: subscribe|unsubscribe, args: [...]}` (args not empty). */
+function parseRequest(text: string): ParsedRequest {
+  let req: unknown;
+  try {
+    req = JSON.parse(text);
+  } catch {
+    return { ok: false, id: undefined };
+  }
+  if (typeof req !== 'object' || req === null || Array.isArray(req)) return { ok: false, id: undefined };
+  const r = req as Json;
+  const id = typeof r.id === 'string' ? r.id : undefined;
+  if ((r.op !== 'subscribe' && r.op !== 'unsubscribe') || !Array.isArray(r.args) || r.args.length === 0) return { ok: false, id };
+  return { ok: true, op: r.op, args: r.args, id };
+}
+
+/**
+ * The OKX simulator's state and WebSocket protocol: connections, subscriptions (key `channel|selector`), the
+ * publication per tick and the idle close. The REST side is okxRest.ts.
+ */
+class OkxExchange extends SimulatedExchange<Conn> {
+  /** subscription key `channel|selector` -> connections */
+  private readonly subs = new Subscribers<Conn>();
+  private readonly lastPush = new Map<string, number>();
+  private readonly statsCache = new Map<string, { hour: number; st: IndexStats }>();
+  optionItemsSent = 0;
+  private connSeq = 0;
+
+  constructor(
+    market: Market,
+    readonly view: MarketView,
+    readonly chains: OkxChains,
+    private readonly cadence: OkxCadence,
+    stepMarket: boolean,
+  ) {
+    super(market, 'okx', stepMarket, (c) => {
+      c.lastSentAt = performance.now();
+    });
+  }
+
+  private sendJson(c: Conn, o: Json): boolean {
+    return this.sender.send(c, JSON.stringify(o));
+  }
+
+  /** The index's 24 h statistics, cached by the hour. */
+  readonly statsOf = (u: Underlying, nowMs: number): IndexStats => {
+    const hour = Math.floor(nowMs / HOUR_MS);
+    const held = this.statsCache.get(u);
+    if (held && held.hour === hour) return held.st;
+    const st = indexStats(this.view, u, nowMs);
+    this.statsCache.set(u, { hour, st });
+    return st;
+  };
+
+  // ---- subscriptions ---------------------------------------------------------------------------
+
+  private addSub(c: Conn, arg: Arg): void {
+    const key = `${arg.channel}|${arg.sel}`;
+    if (!c.args.has(key)) {
+      c.args.set(key, arg);
+      this.subs.addTo(key, c);
+    }
+    c.fresh.add(key);
+  }
+
+  private removeSub(c: Conn, key: string): boolean {
+    if (!c.args.delete(key)) return false;
+    c.fresh.delete(key);
+    if (this.subs.removeFrom(key, c)) this.lastPush.delete(key);
+    return true;
+  }
+
+  /** A new connection: its id, its messages, its subscriptions dropped when it closes. */
+  readonly onConnection = (ws: WebSocket): void => {
+    const connId = connectionHash('okx', this.market.seed, ++this.connSeq);
+    const c: Conn = { ws, connId, args: new Map(), fresh: new Set(), lastSentAt: performance.now(), requestTimes: [] };
+    trackConnection(
+      this.conns,
+      c,
+      (data) => this.onMessage(c, data),
+      () => {
+        for (const key of [...c.args.keys()]) this.removeSub(c, key);
+      },
+    );
+  };
+
+  private onMessage(c: Conn, raw: Buffer | ArrayBuffer | Buffer[]): void {
+    if (this.silenced()) return;
+    const buf = frameBuffer(raw);
+    const text = buf.toString('utf8');
+    if (text === 'ping') {
+      this.sender.send(c, 'pong');
+      return;
+    }
+    const error = (code: string, msg: string, id?: unknown) => this.sendJson(c, { ...(id !== undefined ? { id } : {}), event: 'error', code, msg, connId: c.connId });
+    if (buf.length > MAX_REQUEST_BYTES) {
+      error('60012', `Invalid request: request exceeds ${MAX_REQUEST_BYTES} bytes`);
+      return;
+    }
+    const r = parseRequest(text);
+    if (!r.ok) {
+      error('60012', `Invalid request: ${text.slice(0, 100)}`, r.id);
+      return;
+    }
+    const now = performance.now();
+    c.requestTimes = c.requestTimes.filter((t) => t > now - HOUR_MS);
+    if (c.requestTimes.length >= this.cadence.perHour) {
+      error('60014', 'Requests too frequent.', r.id);
+      return;
+    }
+    c.requestTimes.push(now);
+    for (const a of r.args) this.applyArg(c, r.op, a, r.id, error);
+  }
+
+  /** Subscribe or unsubscribe one argument and acknowledge it (or answer its error). */
+  private applyArg(c: Conn, op: 'subscribe' | 'unsubscribe', a: unknown, id: string | undefined, error: (code: string, msg: string, id?: unknown) => boolean): void {
+    try {
+      const arg = resolveArg(a, this.chains);
+      if (op === 'subscribe') {
+        if (this.switches.rejecting) throw new OkxError('60014', 'Requests too frequent.');
+        this.addSub(c, arg);
+      } else this.removeSub(c, `${arg.channel}|${arg.sel}`);
+      this.sendJson(c, { ...(id !== undefined ? { id } : {}), event: op, arg: arg.echo, connId: c.connId });
+    } catch (e) {
+      if (e instanceof OkxError) error(e.code, e.message, id);
+      else error('60012', 'Invalid request', id);
+    }
+  }
+
+  // ---- publication -------------------------------------------------------------------------------
+
+  private publish(key: string, arg: Json, data: readonly Json[], to: Iterable<Conn>): void {
+    if (data.length === 0) return;
+    const text = JSON.stringify(okxPush(arg, data));
+    for (const c of to) if (this.sender.send(c, text)) this.notificationsSent++;
+    this.lastPush.set(key, performance.now());
+  }
+
+  private subscribers(key: string): { fresh: Conn[]; old: Conn[] } {
+    const fresh: Conn[] = [];
+    const old: Conn[] = [];
+    for (const c of this.subs.get(key) ?? []) (c.fresh.has(key) ? fresh : old).push(c);
+    return { fresh, old };
+  }
+
+  private dueKey(key: string, every: number, t: number): boolean {
+    const last = this.lastPush.get(key);
+    return last === undefined || t - last >= every - 1;
+  }
+
+  private pushChunks(key: string, arg: Json, items: readonly Json[], to: Conn[]): void {
+    if (to.length === 0) return;
+    const maxItems = this.cadence.maxItems;
+    for (let i = 0; i < items.length; i += maxItems) this.publish(key, arg, items.slice(i, i + maxItems), to);
+    for (const c of to) if (c.ws.readyState === c.ws.OPEN && !this.silenced()) this.optionItemsSent += items.length;
+  }
+
+  private publishOptSummary(family: string, nowMs: number): void {
+    const key = `opt-summary|${family}`;
+    const { fresh, old } = this.subscribers(key);
+    if (fresh.length === 0 && old.length === 0) return;
+    const options = this.chains.list('OPTION', family);
+    const sampled = options.filter(() => this.sampleRng.uniform() < this.cadence.optionP);
+    const build = (list: OkxSimInstrument[]) => list.map((i) => optSummaryItem(this.view, i, nowMs));
+    if (fresh.length > 0) {
+      const all = build(options);
+      for (const g of byEcho(key, fresh)) this.pushChunks(key, g.arg, all, g.cs);
+      const ids = new Set(sampled.map((i) => i.instId));
+      const part = all.filter((it) => ids.has(it.instId as string));
+      for (const g of byEcho(key, old)) this.pushChunks(key, g.arg, part, g.cs);
+      for (const c of fresh) c.fresh.delete(key);
+    } else {
+      const part = build(sampled);
+      for (const g of byEcho(key, old)) this.pushChunks(key, g.arg, part, g.cs);
+    }
+  }
+
+  private publishSimple(key: string, every: number, t: number, make: () => Json): void {
+    const { fresh, old } = this.subscribers(key);
+    if (fresh.length === 0 && old.length === 0) return;
+    const to = this.dueKey(key, every, t) ? [...fresh, ...old] : fresh;
+    if (to.length === 0) return;
+    const arg = to[0]!.args.get(key)!.echo;
+    this.publish(key, arg, [make()], to);
+    for (const c of fresh) c.fresh.delete(key);
+  }
+
+  /** One market step and its publication. */
+  readonly tick = (): void => {
+    const nowMs = this.beginTick();
+    const changes = this.chains.refresh(nowMs);
+    for (const inst of changes.expired) {
+      for (const ch of ['mark-price', 'tickers'] as const) {
+        const key = `${ch}|${inst.instId}`;
+        for (const c of [...(this.subs.get(key) ?? [])]) this.removeSub(c, key);
+      }
+    }
+    if (this.silenced()) return;
+    this.publishAll(nowMs, performance.now());
+  };
+
+  /** Every channel due at t (performance.now() ms), the market at nowMs (Unix ms). */
+  private publishAll(nowMs: number, t: number): void {
+    const { view, chains, cadence } = this;
+    for (const family of chains.familyNames()) {
+      // the index first: a client joining the family's quotes with its index has it before the options
+      const spec = chains.family(family)!;
+      this.publishSimple(`index-tickers|${family}`, cadence.indexEvery, t, () =>
+        indexTickerItem(family, spec.priceDecimals, view.spot(spec.underlying), this.statsOf(spec.underlying, nowMs), nowMs),
+      );
+      this.publishOptSummary(family, nowMs);
+    }
+    for (const inst of [...chains.list('SWAP'), ...chains.list('FUTURES')]) {
+      this.publishSimple(`mark-price|${inst.instId}`, cadence.markEvery, t, () => markPriceItem(view, inst, nowMs));
+      this.publishSimple(`tickers|${inst.instId}`, cadence.tickersEvery, t, () => tickerItem(view, inst, nowMs, this.quoteRng, this.statsOf(inst.underlying, nowMs)));
+      if (inst.instType === 'SWAP') this.publishSimple(`funding-rate|${inst.instId}`, cadence.fundingEvery, t, () => fundingRateItem(view, inst, nowMs));
+    }
+  }
+
+  /** Close (4004) every connection the server has sent nothing to for idleCloseMs. */
+  readonly idleCheck = (): void => {
+    if (this.silenced()) return;
+    const t = performance.now();
+    for (const c of this.conns) if (t - c.lastSentAt > this.cadence.idleCloseMs && c.ws.readyState === c.ws.OPEN) c.ws.close(4004, 'No data received in 30s.');
+  };
+
 }
 
 /**
@@ -163,413 +428,19 @@ class OkxError extends Error {
  * @throws when the port cannot be bound.
  */
 export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise<OkxSimulator> {
-  const host = opts.host ?? '127.0.0.1';
-  const tickMs = Math.max(1, opts.tickMs ?? 100);
-  const market = opts.market ?? new Market({ seed: opts.seed ?? 42, ...(opts.clock ? { clock: opts.clock } : {}) });
-  const stepMarket = opts.stepMarket ?? !opts.market;
+  const { host, tickMs, market } = simulatorBasics(opts);
   const view = new MarketView(market, opts.view ?? OKX_VIEW);
-  const chains = new OkxChains(view);
-  const optionP = Math.min(1, Math.max(0, ((opts.optionUpdatesPerSecond ?? 1) * tickMs) / 1000));
-  const maxItems = Math.max(1, opts.maxItemsPerPush ?? 100);
-  const indexEvery = opts.indexIntervalMs ?? 100;
-  const markEvery = opts.markPriceIntervalMs ?? 200;
-  const tickersEvery = opts.tickersIntervalMs ?? 1000;
-  const fundingEvery = opts.fundingPushMs ?? 30_000;
-  const idleCloseMs = opts.idleCloseMs ?? 30_000;
-  const perHour = opts.requestsPerHour ?? 480;
-  const quoteRng = Rng.derive(market.seed, 'okx:quotes');
-  const sampleRng = Rng.derive(market.seed, 'okx:sampling');
-
-  const conns = new Set<Conn>();
-  /** subscription key `channel|selector` -> connections */
-  const subs = new Map<string, Set<Conn>>();
-  const lastPush = new Map<string, number>();
-  const statsCache = new Map<string, { hour: number; st: IndexStats }>();
-  const switches = new FaultSwitches();
-  let framesSent = 0;
-  let notificationsSent = 0;
-  let optionItemsSent = 0;
-  let restRequests = 0;
-  let ticks = 0;
-  let connSeq = 0;
-
-  const silenced = () => switches.silenced();
-
-  function send(c: Conn, text: string | Buffer): boolean {
-    if (c.ws.readyState !== c.ws.OPEN || silenced()) return false;
-    if (c.ws.bufferedAmount > MAX_BUFFERED) return false;
-    c.ws.send(text);
-    c.lastSentAt = performance.now();
-    framesSent++;
-    return true;
-  }
-
-  function sendJson(c: Conn, o: Json): boolean {
-    return send(c, JSON.stringify(o));
-  }
-
-  function statsOf(u: Underlying, nowMs: number): IndexStats {
-    const hour = Math.floor(nowMs / HOUR_MS);
-    const held = statsCache.get(u);
-    if (held && held.hour === hour) return held.st;
-    const st = indexStats(view, u, nowMs);
-    statsCache.set(u, { hour, st });
-    return st;
-  }
-
-  // ---- subscriptions ---------------------------------------------------------------------------
-
-  /** Resolve one subscription argument; throws OkxError 60018 when the channel or instrument is unknown. */
-  function resolveArg(a: unknown): Arg {
-    if (typeof a !== 'object' || a === null || Array.isArray(a)) throw new OkxError('60012', `Invalid request: ${JSON.stringify(a)?.slice(0, 100)}`);
-    const o = a as Json;
-    const channel = o.channel;
-    const sel = (o.instId ?? o.instFamily ?? o.uly) as unknown;
-    const label = `channel:${String(channel)},${o.instId !== undefined ? 'instId' : o.instFamily !== undefined ? 'instFamily' : 'uly'}:${String(sel)}`;
-    const missing = new OkxError('60018', `Wrong URL or ${label} doesn't exist. Please use the correct URL, channel and parameters referring to API document.`);
-    if (typeof channel !== 'string' || typeof sel !== 'string' || !(CHANNELS as readonly string[]).includes(channel)) throw missing;
-    const ch = channel as Channel;
-    const echo: Json = { channel: ch };
-    if (ch === 'opt-summary') {
-      if (o.instFamily === undefined && o.uly === undefined) throw missing;
-      if (!chains.family(sel)) throw missing;
-      if (o.instFamily !== undefined) echo.instFamily = sel;
-      else echo.uly = sel;
-    } else {
-      if (typeof o.instId !== 'string') throw missing;
-      if (ch === 'index-tickers') {
-        if (!chains.family(sel)) throw missing;
-      } else {
-        const inst = chains.get(sel);
-        if (!inst || inst.instType === 'OPTION' || (ch === 'funding-rate' && inst.instType !== 'SWAP')) throw missing;
-      }
-      echo.instId = sel;
-    }
-    return { channel: ch, sel, echo };
-  }
-
-  function addSub(c: Conn, arg: Arg): void {
-    const key = `${arg.channel}|${arg.sel}`;
-    if (!c.args.has(key)) {
-      c.args.set(key, arg);
-      let set = subs.get(key);
-      if (!set) subs.set(key, (set = new Set()));
-      set.add(c);
-    }
-    c.fresh.add(key);
-  }
-
-  function removeSub(c: Conn, key: string): boolean {
-    if (!c.args.delete(key)) return false;
-    c.fresh.delete(key);
-    const set = subs.get(key);
-    set?.delete(c);
-    if (set && set.size === 0) {
-      subs.delete(key);
-      lastPush.delete(key);
-    }
-    return true;
-  }
-
-  function onMessage(c: Conn, raw: Buffer | ArrayBuffer | Buffer[]): void {
-    if (silenced()) return;
-    const buf = Array.isArray(raw) ? Buffer.concat(raw) : Buffer.from(raw as ArrayBuffer);
-    const text = buf.toString('utf8');
-    if (text === 'ping') {
-      send(c, 'pong');
-      return;
-    }
-    const error = (code: string, msg: string, id?: unknown) => sendJson(c, { ...(id !== undefined ? { id } : {}), event: 'error', code, msg, connId: c.connId });
-    if (buf.length > MAX_REQUEST_BYTES) {
-      error('60012', `Invalid request: request exceeds ${MAX_REQUEST_BYTES} bytes`);
-      return;
-    }
-    let req: unknown;
-    try {
-      req = JSON.parse(text);
-    } catch {
-      error('60012', `Invalid request: ${text.slice(0, 100)}`);
-      return;
-    }
-    if (typeof req !== 'object' || req === null || Array.isArray(req)) {
-      error('60012', `Invalid request: ${text.slice(0, 100)}`);
-      return;
-    }
-    const r = req as Json;
-    const id = typeof r.id === 'string' ? r.id : undefined;
-    if ((r.op !== 'subscribe' && r.op !== 'unsubscribe') || !Array.isArray(r.args) || r.args.length === 0) {
-      error('60012', `Invalid request: ${text.slice(0, 100)}`, id);
-      return;
-    }
-    const now = performance.now();
-    c.requestTimes = c.requestTimes.filter((t) => t > now - HOUR_MS);
-    if (c.requestTimes.length >= perHour) {
-      error('60014', 'Requests too frequent.', id);
-      return;
-    }
-    c.requestTimes.push(now);
-    for (const a of r.args) {
-      try {
-        const arg = resolveArg(a);
-        if (r.op === 'subscribe') {
-          if (switches.rejecting) throw new OkxError('60014', 'Requests too frequent.');
-          addSub(c, arg);
-        } else removeSub(c, `${arg.channel}|${arg.sel}`);
-        sendJson(c, { ...(id !== undefined ? { id } : {}), event: r.op, arg: arg.echo, connId: c.connId });
-      } catch (e) {
-        if (e instanceof OkxError) error(e.code, e.message, id);
-        else error('60012', 'Invalid request', id);
-      }
-    }
-  }
-
-  // ---- publication -------------------------------------------------------------------------------
-
-  function publish(key: string, arg: Json, data: readonly Json[], to: Iterable<Conn>): void {
-    if (data.length === 0) return;
-    const text = JSON.stringify(okxPush(arg, data));
-    for (const c of to) if (send(c, text)) notificationsSent++;
-    lastPush.set(key, performance.now());
-  }
-
-  function subscribers(key: string): { fresh: Conn[]; old: Conn[] } {
-    const fresh: Conn[] = [];
-    const old: Conn[] = [];
-    for (const c of subs.get(key) ?? []) (c.fresh.has(key) ? fresh : old).push(c);
-    return { fresh, old };
-  }
-
-  function dueKey(key: string, every: number, t: number): boolean {
-    const last = lastPush.get(key);
-    return last === undefined || t - last >= every - 1;
-  }
-
-  function pushChunks(key: string, arg: Json, items: readonly Json[], to: Conn[]): void {
-    if (to.length === 0) return;
-    for (let i = 0; i < items.length; i += maxItems) publish(key, arg, items.slice(i, i + maxItems), to);
-    for (const c of to) if (c.ws.readyState === c.ws.OPEN && !silenced()) optionItemsSent += items.length;
-  }
-
-  function publishOptSummary(family: string, nowMs: number): void {
-    const key = `opt-summary|${family}`;
-    const { fresh, old } = subscribers(key);
-    if (fresh.length === 0 && old.length === 0) return;
-    const options = chains.list('OPTION', family);
-    const sampled = options.filter(() => sampleRng.uniform() < optionP);
-    const build = (list: OkxSimInstrument[]) => list.map((i) => optSummaryItem(view, i, nowMs));
-    // One push per distinct echo (instFamily vs uly) so that each client sees its own arg.
-    const byEcho = (cs: Conn[]) => {
-      const m = new Map<string, { arg: Json; cs: Conn[] }>();
-      for (const c of cs) {
-        const arg = c.args.get(key)!.echo;
-        const k = JSON.stringify(arg);
-        if (!m.has(k)) m.set(k, { arg, cs: [] });
-        m.get(k)!.cs.push(c);
-      }
-      return [...m.values()];
-    };
-    if (fresh.length > 0) {
-      const all = build(options);
-      for (const g of byEcho(fresh)) pushChunks(key, g.arg, all, g.cs);
-      const ids = new Set(sampled.map((i) => i.instId));
-      const part = all.filter((it) => ids.has(it.instId as string));
-      for (const g of byEcho(old)) pushChunks(key, g.arg, part, g.cs);
-      for (const c of fresh) c.fresh.delete(key);
-    } else {
-      const part = build(sampled);
-      for (const g of byEcho(old)) pushChunks(key, g.arg, part, g.cs);
-    }
-  }
-
-  function publishSimple(key: string, every: number, t: number, make: () => Json): void {
-    const { fresh, old } = subscribers(key);
-    if (fresh.length === 0 && old.length === 0) return;
-    const to = dueKey(key, every, t) ? [...fresh, ...old] : fresh;
-    if (to.length === 0) return;
-    const arg = to[0]!.args.get(key)!.echo;
-    publish(key, arg, [make()], to);
-    for (const c of fresh) c.fresh.delete(key);
-  }
-
-  let lastClock = market.now;
-  function tick(): void {
-    ticks++;
-    const nowMs = market.now;
-    if (stepMarket) {
-      const dtS = Math.max(0, (nowMs - lastClock) / 1000);
-      market.step(dtS);
-    }
-    lastClock = nowMs;
-    const changes = chains.refresh(nowMs);
-    for (const inst of changes.expired) {
-      for (const ch of ['mark-price', 'tickers'] as const) {
-        const key = `${ch}|${inst.instId}`;
-        for (const c of [...(subs.get(key) ?? [])]) removeSub(c, key);
-      }
-    }
-    if (silenced()) return;
-    const t = performance.now();
-    for (const family of chains.familyNames()) {
-      // the index first: a client joining the family's quotes with its index has it before the options
-      const spec = chains.family(family)!;
-      publishSimple(`index-tickers|${family}`, indexEvery, t, () =>
-        indexTickerItem(family, spec.priceDecimals, view.spot(spec.underlying), statsOf(spec.underlying, nowMs), nowMs),
-      );
-      publishOptSummary(family, nowMs);
-    }
-    for (const inst of [...chains.list('SWAP'), ...chains.list('FUTURES')]) {
-      publishSimple(`mark-price|${inst.instId}`, markEvery, t, () => markPriceItem(view, inst, nowMs));
-      publishSimple(`tickers|${inst.instId}`, tickersEvery, t, () => tickerItem(view, inst, nowMs, quoteRng, statsOf(inst.underlying, nowMs)));
-      if (inst.instType === 'SWAP') publishSimple(`funding-rate|${inst.instId}`, fundingEvery, t, () => fundingRateItem(view, inst, nowMs));
-    }
-  }
-
-  function idleCheck(): void {
-    if (silenced()) return;
-    const t = performance.now();
-    for (const c of conns) if (t - c.lastSentAt > idleCloseMs && c.ws.readyState === c.ws.OPEN) c.ws.close(4004, 'No data received in 30s.');
-  }
-
-  // ---- REST --------------------------------------------------------------------------------------
-
-  function restData(path: string, q: URLSearchParams): Json[] {
-    const param = (name: string, required: boolean): string | undefined => {
-      const v = q.get(name);
-      if (v === null || v === '') {
-        if (required) throw new OkxError('50014', `Parameter ${name} can not be empty.`);
-        return undefined;
-      }
-      return v;
-    };
-    const nowMs = market.now;
-    switch (path) {
-      case '/api/v5/public/time':
-        return [{ ts: String(nowMs) }];
-      case '/api/v5/public/instruments': {
-        const instType = param('instType', true)!;
-        if (!['SPOT', 'MARGIN', 'SWAP', 'FUTURES', 'OPTION'].includes(instType)) throw new OkxError('51000', 'Parameter instType error');
-        const fam = param('instFamily', false) ?? param('uly', false);
-        if (instType === 'OPTION' && fam === undefined) throw new OkxError('50014', 'Parameter instFamily can not be empty.');
-        const instId = param('instId', false);
-        if (instType === 'SPOT' || instType === 'MARGIN') return [];
-        return chains
-          .list(instType as OkxInstType, fam)
-          .filter((i) => instId === undefined || i.instId === instId)
-          .map((i) => i.json as Json);
-      }
-      case '/api/v5/public/funding-rate-history': {
-        const instId = param('instId', true)!;
-        const inst = chains.get(instId);
-        if (!inst || inst.instType !== 'SWAP') throw new OkxError('51001', "Instrument ID doesn't exist.");
-        const num = (name: string): number | null => {
-          const v = param(name, false);
-          if (v === undefined) return null;
-          if (!/^\d+$/.test(v)) throw new OkxError('51000', `Parameter ${name} error`);
-          return Number(v);
-        };
-        const limit = num('limit') ?? 400;
-        if (limit < 1 || limit > 400) throw new OkxError('51000', 'Parameter limit error');
-        return fundingHistoryItems(view, inst, nowMs, num('before'), num('after'), limit);
-      }
-      case '/api/v5/public/funding-rate': {
-        const inst = chains.get(param('instId', true)!);
-        if (!inst || inst.instType !== 'SWAP') throw new OkxError('51001', "Instrument ID doesn't exist.");
-        return [fundingRateItem(view, inst, nowMs)];
-      }
-      case '/api/v5/public/opt-summary': {
-        const fam = param('instFamily', false) ?? param('uly', false);
-        if (fam === undefined) throw new OkxError('50014', 'Parameter instFamily can not be empty.');
-        if (!chains.family(fam)) throw new OkxError('51000', 'Parameter instFamily error');
-        return chains.list('OPTION', fam).map((i) => optSummaryItem(view, i, nowMs));
-      }
-      case '/api/v5/market/index-tickers': {
-        const instId = param('instId', false);
-        const fams = chains.familyNames().filter((f) => instId === undefined || f === instId);
-        return fams.map((f) => {
-          const spec = chains.family(f)!;
-          return indexTickerItem(f, spec.priceDecimals, view.spot(spec.underlying), statsOf(spec.underlying, nowMs), nowMs);
-        });
-      }
-      case '/api/v5/public/mark-price': {
-        const instType = param('instType', true)!;
-        const instId = param('instId', false);
-        if (instType !== 'SWAP' && instType !== 'FUTURES') return [];
-        return chains
-          .list(instType, param('instFamily', false) ?? param('uly', false))
-          .filter((i) => instId === undefined || i.instId === instId)
-          .map((i) => markPriceItem(view, i, nowMs));
-      }
-      default:
-        throw new OkxError('404', 'Not Found');
-    }
-  }
-
-  function onRequest(req: IncomingMessage, res: ServerResponse): void {
-    restRequests++;
-    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
-    const reply = (status: number, body: Json, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers });
-      res.end(JSON.stringify(body));
-    };
-    if (req.method !== 'GET') return reply(405, { code: '405', msg: 'Method Not Allowed', data: [] });
-    if (switches.takeRestFailure()) {
-      return reply(429, { code: '50011', msg: 'Too Many Requests', data: [] }, { 'retry-after': '1' });
-    }
-    try {
-      reply(200, { code: '0', msg: '', data: restData(url.pathname, url.searchParams) });
-    } catch (e) {
-      if (e instanceof OkxError) reply(e.code === '404' ? 404 : 400, { code: e.code, msg: e.message, data: [] });
-      else reply(500, { code: '50000', msg: 'Internal error', data: [] });
-    }
-  }
-
-  // ---- server ------------------------------------------------------------------------------------
-
-  const server = createServer(onRequest);
-  const wss = new WebSocketServer({ noServer: true });
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
-    if (path !== WS_PATH) {
-      socket.write('HTTP/1.1 404 Not Found\r\nConnection: close\r\n\r\n');
-      socket.destroy();
-      return;
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => resolve());
-  });
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : 0;
-
-  wss.on('connection', (ws: WebSocket) => {
-    const connId = (hashString(`okx-conn:${market.seed}:${++connSeq}`) >>> 0).toString(16).padStart(8, '0');
-    const c: Conn = { ws, connId, args: new Map(), fresh: new Set(), lastSentAt: performance.now(), requestTimes: [] };
-    conns.add(c);
-    ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => onMessage(c, data));
-    ws.on('error', () => ws.terminate());
-    ws.on('close', () => {
-      for (const key of [...c.args.keys()]) removeSub(c, key);
-      conns.delete(c);
-    });
-  });
-
-  const timer = setInterval(tick, tickMs);
-  const idleTimer = setInterval(idleCheck, Math.min(1000, Math.max(10, idleCloseMs / 4)));
-
-  const GARBAGE: Array<string | Buffer> = [
-    '{"arg":{"channel":"opt-summary","instFamily":"BTC-USD"},"data":[{"instId":"BTC-USD-',
-    'not json at all',
-    Buffer.from([0xde, 0xad, 0xbe, 0xef, 0x00, 0xff]),
-    '{"arg":{"channel":"mark-price","instId":"NO-SUCH-SWAP"},"data":"garbage"}',
-    '[1,2,3]',
-  ];
-
+  const cadence = okxCadence(opts, tickMs);
+  const x = new OkxExchange(market, view, new OkxChains(view), cadence, opts.stepMarket ?? !opts.market);
+  const { conns, switches, sender } = x;
+  const srv = await listenHttpWs(host, opts.port, [WS_PATH], (req, res) => answerOkxRest(x, x.switches, req, res));
+  srv.wss.on('connection', x.onConnection);
+  const timer = setInterval(x.tick, tickMs);
+  const idleTimer = setInterval(x.idleCheck, Math.min(1000, Math.max(10, cadence.idleCloseMs / 4)));
   const faults: OkxSimulatorFaults = simulatorFaults({
     switches,
     conns,
-    send,
+    send: sender.send,
     garbage: GARBAGE,
     subscriptionsOf: (c) => c.args.size,
     // OKX's 30 s idle close counts from the end of the silence, not from before it
@@ -577,23 +448,19 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
       for (const c of conns) c.lastSentAt = Math.max(c.lastSentAt, until);
     },
   });
-
   return {
-    url: `ws://${host}:${port}${WS_PATH}`,
-    restUrl: `http://${host}:${port}`,
-    port,
+    url: `ws://${host}:${srv.port}${WS_PATH}`,
+    restUrl: `http://${host}:${srv.port}`,
+    port: srv.port,
     market,
     view,
-    chains,
+    chains: x.chains,
     faults,
-    stats: () => ({ framesSent, notificationsSent, ticks, optionItemsSent, restRequests }),
+    stats: () => ({ framesSent: sender.framesSent, notificationsSent: x.notificationsSent, ticks: x.ticks, optionItemsSent: x.optionItemsSent, restRequests: srv.restRequests() }),
     close: async () => {
       clearInterval(timer);
       clearInterval(idleTimer);
-      for (const c of conns) c.ws.terminate();
-      await new Promise<void>((resolve) => wss.close(() => resolve()));
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closeHttpWs(srv, conns);
     },
   };
 }

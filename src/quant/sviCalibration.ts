@@ -683,31 +683,65 @@ interface PolishOptions {
   readonly lossScale?: number;
 }
 
-function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: SviParams; iterations: number } {
-  const { lambda, lossScale, floor } = po;
-  const free = freeIndices(ctx.mode);
-  const base = [start.a, start.b, start.rho, start.m, start.sigma];
-  const { d, T } = ctx;
-  const sqrtOm = Array.from(d.omega, (o) => Math.sqrt(o));
-  const floorW = ctx.vFloor * T;
-  const full = (x: readonly number[]): number[] => {
-    const p = [...base];
-    free.forEach((j, t) => {
-      p[j] = x[t]!;
-    });
-    return p;
-  };
-  const toP = (p: readonly number[]): SviParams => ({ a: p[0]!, b: p[1]!, rho: p[2]!, m: p[3]!, sigma: p[4]! });
-  const project = (x: number[]): number[] => {
-    const p = full(x);
-    p[4] = Math.min(Math.max(p[4]!, ctx.sLo), ctx.sHi);
-    p[3] = Math.min(Math.max(p[3]!, ctx.mLo), ctx.mHi);
-    p[2] = Math.min(Math.max(p[2]!, -RHO_MAX), RHO_MAX);
-    p[1] = Math.min(Math.max(p[1]!, 0), LEE_MAX_WING_SLOPE / (1 + Math.abs(p[2]!)));
-    const aMin = floorW - p[1]! * p[4]! * Math.sqrt(1 - p[2]! * p[2]!);
-    if (p[0]! < aMin) p[0] = aMin;
-    return free.map((j) => p[j]!);
-  };
+/** Raw SVI parameters from the vector [a, b, rho, m, sigma]. */
+function paramsOfVector(p: readonly number[]): SviParams {
+  return { a: p[0]!, b: p[1]!, rho: p[2]!, m: p[3]!, sigma: p[4]! };
+}
+
+/** The full raw vector [a, b, rho, m, sigma]: the free entries (indices `free`, in order) from x, the others from `base`. */
+function fullVector(base: readonly number[], free: readonly number[], x: readonly number[]): number[] {
+  const p = [...base];
+  free.forEach((j, t) => {
+    p[j] = x[t]!;
+  });
+  return p;
+}
+
+/**
+ * The free entries of x projected on the polish's feasible set: sigma in [sLo, sHi], m in [mLo, mHi], |rho| <= RHO_MAX,
+ * b in [0, Lee's bound / (1 + |rho|)], and a raised so that the minimum total variance is at least `floorW`.
+ */
+function projectFree(ctx: Context, base: readonly number[], free: readonly number[], floorW: number, x: number[]): number[] {
+  const p = fullVector(base, free, x);
+  p[4] = Math.min(Math.max(p[4]!, ctx.sLo), ctx.sHi);
+  p[3] = Math.min(Math.max(p[3]!, ctx.mLo), ctx.mHi);
+  p[2] = Math.min(Math.max(p[2]!, -RHO_MAX), RHO_MAX);
+  p[1] = Math.min(Math.max(p[1]!, 0), LEE_MAX_WING_SLOPE / (1 + Math.abs(p[2]!)));
+  const aMin = floorW - p[1]! * p[4]! * Math.sqrt(1 - p[2]! * p[2]!);
+  if (p[0]! < aMin) p[0] = aMin;
+  return free.map((j) => p[j]!);
+}
+
+/** soft-L1 transform of a residual (r~^2 = 2c^2 (sqrt(1 + (r/c)^2) - 1), c the loss scale); the identity without one. */
+function softL1Value(r: number, lossScale: number | undefined): number {
+  if (lossScale === undefined) return r;
+  const u = r / lossScale;
+  const q = Math.sqrt(1 + u * u);
+  return Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
+}
+
+/** The derivative d r~ / d r of {@link softL1Value}; 1 without a loss scale. */
+function softL1Slope(r: number, lossScale: number | undefined): number {
+  if (lossScale === undefined) return 1;
+  const u = r / lossScale;
+  const q = Math.sqrt(1 + u * u);
+  const rt = Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
+  return rt === 0 ? 1 : r / (rt * q);
+}
+
+/** The penalty rows of {@link polish}: `count` rows, row j at the parameters p. */
+interface PenaltyRows {
+  readonly count: number;
+  readonly row: (p: SviParams, j: number) => number;
+}
+
+/**
+ * The penalty rows of the polish (none when lambda is 0): butterfly rows (hinge on g < 1e-4 on the guard grid), then
+ * calendar floor rows (hinge on w < w_floor + margin), then ceiling rows (hinge on w > w_ceiling - margin), the
+ * calendar rows in IV-equivalent units, each scaled by sqrt(lambda).
+ */
+function polishPenalties(start: SviParams, d: Prepared, T: number, po: PolishOptions): PenaltyRows {
+  const { lambda, floor } = po;
   const gridArr = lambda > 0 ? (po.bfGrid ?? penaltyGrid(start, d)) : [];
   const calArr = lambda > 0 && floor ? (po.calGrid ?? gridArr) : [];
   const calFloor = calArr.map((k) => sviTotalVariance(floor as SviParams, k));
@@ -716,28 +750,11 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
   const calMargin = calFloor.map((w) => 2e-4 * Math.sqrt(Math.max(w, 0) * T));
   const sl = Math.sqrt(lambda);
   const gTarget = 1e-4;
-  const nq = d.k.length;
-  /** soft-L1 transform of a residual (r~^2 = 2c^2 (sqrt(1 + (r/c)^2) - 1)); the identity without a loss scale. */
-  const robustValue = (r: number): number => {
-    if (lossScale === undefined) return r;
-    const u = r / lossScale;
-    const q = Math.sqrt(1 + u * u);
-    return Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
-  };
-  /** Its derivative d r~ / d r. */
-  const robustSlope = (r: number): number => {
-    if (lossScale === undefined) return 1;
-    const u = r / lossScale;
-    const q = Math.sqrt(1 + u * u);
-    const rt = Math.sign(r) * lossScale * Math.sqrt((2 * u * u) / (q + 1));
-    return rt === 0 ? 1 : r / (rt * q);
-  };
   const nBf = gridArr.length;
   const nCal = calArr.length;
   const ceilK = lambda > 0 && po.ceiling ? po.ceiling.k : [];
-  const nPen = nBf + nCal + ceilK.length;
   /** Penalty row j (butterfly rows, then calendar floor rows, then ceiling rows) at p. */
-  const penaltyRow = (p: SviParams, j: number): number => {
+  const row = (p: SviParams, j: number): number => {
     if (j < nBf) {
       const gk = gInline(p, gridArr[j] as number);
       return sl * Math.max(0, gTarget - (Number.isFinite(gk) ? gk : -10));
@@ -752,62 +769,108 @@ function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: Sv
     const wc = po.ceiling!.w[c] as number;
     return (sl * Math.max(0, wInline(p, ceilK[c] as number) - wc + 2e-4 * Math.sqrt(wc * T))) / (2 * Math.sqrt(wc * T));
   };
-  const residuals = (x: readonly number[]): number[] => {
-    const p = toP(full(x));
-    const out = new Array<number>(nq + nPen);
-    for (let i = 0; i < nq; i++) {
-      const w = wInline(p, d.k[i] as number);
-      out[i] = robustValue(sqrtOm[i]! * (Math.sqrt(Math.max(w, 1e-300) / T) - (d.iv[i] as number)));
+  return { count: nBf + nCal + ceilK.length, row };
+}
+
+/** What the residuals and the Jacobian of {@link polish} share: the data, the free indices and the penalty rows. */
+interface PolishProblem {
+  readonly d: Prepared;
+  readonly T: number;
+  /** sqrt(omega_i), the IV rows' weights. */
+  readonly sqrtOm: readonly number[];
+  readonly base: readonly number[];
+  readonly free: readonly number[];
+  readonly pen: PenaltyRows;
+  readonly lossScale: number | undefined;
+}
+
+/** The residual vector at the free parameters x: the soft-L1 weighted IV residuals, then the penalty rows. */
+function polishResiduals(pb: PolishProblem, x: readonly number[]): number[] {
+  const { d, T, sqrtOm, pen } = pb;
+  const nq = d.k.length;
+  const p = paramsOfVector(fullVector(pb.base, pb.free, x));
+  const out = new Array<number>(nq + pen.count);
+  for (let i = 0; i < nq; i++) {
+    const w = wInline(p, d.k[i] as number);
+    out[i] = softL1Value(sqrtOm[i]! * (Math.sqrt(Math.max(w, 1e-300) / T) - (d.iv[i] as number)), pb.lossScale);
+  }
+  for (let j = 0; j < pen.count; j++) out[nq + j] = pen.row(p, j);
+  return out;
+}
+
+/**
+ * Analytic Jacobian of the IV rows at xv (r: the residuals there), one column per free parameter:
+ * d r_i / d p = sqrt(omega_i) / (2 sqrt(w T)) · dw/dp · d r~/d r, dw/da = 1, dw/db = rho x + R, dw/drho = b x,
+ * dw/dm = -b (rho + x/R), dw/dsigma = b sigma / R, x = k - m, R = sqrt(x^2 + sigma^2). Penalty rows by forward
+ * differences ({@link addPenaltyJacobian}).
+ */
+function polishJacobian(pb: PolishProblem, xv: readonly number[], r: readonly number[]): number[][] {
+  const { d, T, sqrtOm, free } = pb;
+  const nq = d.k.length;
+  const p = paramsOfVector(fullVector(pb.base, free, xv));
+  const cols = free.map(() => new Array<number>(r.length).fill(0));
+  for (let i = 0; i < nq; i++) {
+    const x = (d.k[i] as number) - p.m;
+    const R = Math.sqrt(x * x + p.sigma * p.sigma);
+    const w = p.a + p.b * (p.rho * x + R);
+    const wc = Math.max(w, 1e-300);
+    const dr = softL1Slope(sqrtOm[i]! * (Math.sqrt(wc / T) - (d.iv[i] as number)), pb.lossScale);
+    const f = w > 0 ? (sqrtOm[i]! * dr) / (2 * Math.sqrt(wc * T)) : 0;
+    for (let t = 0; t < free.length; t++) {
+      const j = free[t] as number;
+      const dw = j === 0 ? 1 : j === 1 ? p.rho * x + R : j === 2 ? p.b * x : j === 3 ? -p.b * (p.rho + x / R) : (p.b * p.sigma) / R;
+      (cols[t] as number[])[i] = f * dw;
     }
-    for (let j = 0; j < nPen; j++) out[nq + j] = penaltyRow(p, j);
-    return out;
-  };
-  // Analytic Jacobian of the IV rows: d r_i / d p = sqrt(omega_i) / (2 sqrt(w T)) · dw/dp · d r~/d r,
-  // dw/da = 1, dw/db = rho x + R, dw/drho = b x, dw/dm = -b (rho + x/R), dw/dsigma = b sigma / R,
-  // x = k - m, R = sqrt(x^2 + sigma^2). Penalty rows by forward differences.
-  const jacobian = (xv: readonly number[], r: readonly number[]): number[][] => {
-    const p = toP(full(xv));
-    const cols = free.map(() => new Array<number>(r.length).fill(0));
-    for (let i = 0; i < nq; i++) {
-      const x = (d.k[i] as number) - p.m;
-      const R = Math.sqrt(x * x + p.sigma * p.sigma);
-      const w = p.a + p.b * (p.rho * x + R);
-      const wc = Math.max(w, 1e-300);
-      const dr = robustSlope(sqrtOm[i]! * (Math.sqrt(wc / T) - (d.iv[i] as number)));
-      const f = w > 0 ? (sqrtOm[i]! * dr) / (2 * Math.sqrt(wc * T)) : 0;
-      for (let t = 0; t < free.length; t++) {
-        const j = free[t] as number;
-        const dw = j === 0 ? 1 : j === 1 ? p.rho * x + R : j === 2 ? p.b * x : j === 3 ? -p.b * (p.rho + x / R) : (p.b * p.sigma) / R;
-        (cols[t] as number[])[i] = f * dw;
-      }
-    }
-    // Penalty rows by forward differences, only those active at x (a hinge row that is zero at x has the zero
-    // one-sided derivative; the step h moves g or w by ~1e-7 relative, so only a row on its very threshold could
-    // turn on, and the LM's next Jacobian sees it then): a handful of rows instead of every guard point five times.
-    const active: number[] = [];
-    for (let g = 0; g < nPen; g++) if ((r[nq + g] as number) > 0) active.push(g);
-    if (active.length > 0) {
-      free.forEach((j, t) => {
-        const xp = [...xv];
-        const h = 1e-7 * Math.max(Math.abs(xp[t] as number), 1e-4);
-        xp[t] = (xp[t] as number) + h;
-        const pp = toP(full(xp));
-        for (const g of active) (cols[t] as number[])[nq + g] = (penaltyRow(pp, g) - (r[nq + g] as number)) / h;
-      });
-    }
-    return cols;
-  };
+  }
+  addPenaltyJacobian(pb, xv, r, cols);
+  return cols;
+}
+
+/**
+ * The penalty rows' Jacobian entries (into cols) by forward differences, only those active at xv (a hinge row that is
+ * zero at xv has the zero one-sided derivative; the step h moves g or w by ~1e-7 relative, so only a row on its very
+ * threshold could turn on, and the LM's next Jacobian sees it then): a handful of rows instead of every guard point
+ * five times.
+ */
+function addPenaltyJacobian(pb: PolishProblem, xv: readonly number[], r: readonly number[], cols: number[][]): void {
+  const nq = pb.d.k.length;
+  const active: number[] = [];
+  for (let g = 0; g < pb.pen.count; g++) if ((r[nq + g] as number) > 0) active.push(g);
+  if (active.length > 0) {
+    pb.free.forEach((j, t) => {
+      const xp = [...xv];
+      const h = 1e-7 * Math.max(Math.abs(xp[t] as number), 1e-4);
+      xp[t] = (xp[t] as number) + h;
+      const pp = paramsOfVector(fullVector(pb.base, pb.free, xp));
+      for (const g of active) (cols[t] as number[])[nq + g] = (pb.pen.row(pp, g) - (r[nq + g] as number)) / h;
+    });
+  }
+}
+
+/**
+ * Stage 2 of the fit: projected Levenberg-Marquardt (lm.ts, geodesic acceleration) of the free raw parameters of
+ * `ctx.mode` from `start`, on the IV residuals (soft-L1 with `po.lossScale`) plus the penalty rows of
+ * {@link polishPenalties}; at most 200 iterations with penalties, 100 without.
+ */
+function polish(ctx: Context, start: SviParams, po: PolishOptions): { params: SviParams; iterations: number } {
+  const { lambda, lossScale } = po;
+  const free = freeIndices(ctx.mode);
+  const base = [start.a, start.b, start.rho, start.m, start.sigma];
+  const { d, T } = ctx;
+  const sqrtOm = Array.from(d.omega, (o) => Math.sqrt(o));
+  const floorW = ctx.vFloor * T;
+  const pb: PolishProblem = { d, T, sqrtOm, base, free, pen: polishPenalties(start, d, T, po), lossScale };
   const boxLo = [Number.NEGATIVE_INFINITY, 0, -RHO_MAX, ctx.mLo, ctx.sLo];
   const boxHi = [Number.POSITIVE_INFINITY, LEE_MAX_WING_SLOPE, RHO_MAX, ctx.mHi, ctx.sHi];
-  const lm = levenbergMarquardt(residuals, free.map((j) => base[j]!), {
-    project,
-    jacobian,
+  const lm = levenbergMarquardt((x) => polishResiduals(pb, x), free.map((j) => base[j]!), {
+    project: (x) => projectFree(ctx, base, free, floorW, x),
+    jacobian: (xv, r) => polishJacobian(pb, xv, r),
     lower: free.map((j) => boxLo[j]!),
     upper: free.map((j) => boxHi[j]!),
     maxIterations: lambda > 0 ? 200 : 100,
     geodesicAcceleration: true,
   });
-  return { params: toP(full(lm.x)), iterations: lm.iterations };
+  return { params: paramsOfVector(fullVector(base, free, lm.x)), iterations: lm.iterations };
 }
 
 // ---------------------------------------------------------------------------------------------

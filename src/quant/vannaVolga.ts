@@ -469,6 +469,384 @@ export function errorStats(res: readonly number[]): { rmseVolPts: number; maxErr
   return { rmseVolPts: Math.sqrt(ss / res.length), maxErrorVolPts: mx, quotes: res.length };
 }
 
+/** A valid quote of {@link calibrateVannaVolga}: k = ln(K/F), mark IV (fraction), its index in the input, bid/ask IVs (null when absent). */
+interface ValidQuote {
+  readonly k: number;
+  readonly iv: number;
+  readonly i: number;
+  readonly bidIv: number | null;
+  readonly askIv: number | null;
+}
+
+/** A density check's result (smileArbitrage.ts). */
+type DensityCheck = ReturnType<typeof checkSmileDensity>;
+
+/**
+ * The valid quotes (finite k, iv > 0; bid/ask IVs kept, the spread-weighted pillar fit of issue 26 reads them), sorted
+ * by k then input index, and the indices of the others.
+ * @throws RangeError when no valid quote remains
+ */
+function splitValidQuotes(quotes: readonly SviQuote[]): { valid: ValidQuote[]; dropped: number[] } {
+  const valid: ValidQuote[] = [];
+  const dropped: number[] = [];
+  quotes.forEach((q, i) => {
+    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i, bidIv: q.bidIv ?? null, askIv: q.askIv ?? null });
+    else dropped.push(i);
+  });
+  if (valid.length === 0) throw new RangeError('calibrateVannaVolga: no valid quote (need finite k and iv > 0)');
+  valid.sort((a, b) => a.k - b.k || a.i - b.i);
+  return { valid, dropped };
+}
+
+/** Each inner quote's deviation (vol points) from the linear interpolation of its two neighbours, with its position t. */
+function neighbourDeviations(set: readonly { k: number; iv: number }[]): { d: number; t: number }[] {
+  const out: { d: number; t: number }[] = [];
+  for (let t = 1; t + 1 < set.length; t++) {
+    const a = set[t - 1] as { k: number; iv: number };
+    const b = set[t] as { k: number; iv: number };
+    const c = set[t + 1] as { k: number; iv: number };
+    const pred = c.k > a.k ? a.iv + ((c.iv - a.iv) * (b.k - a.k)) / (c.k - a.k) : 0.5 * (a.iv + c.iv);
+    out.push({ d: 100 * (b.iv - pred), t });
+  }
+  return out;
+}
+
+/**
+ * Hampel identifier against the neighbours' linear interpolation, applied iteratively (the worst quote first,
+ * deviations recomputed without it) so that the neighbours of a bad quote, whose own deviations it inflates, are not
+ * dropped with it. The robust scale comes from the full set. Only with >= 10 quotes and maxOutlierFraction > 0.
+ * @returns the quotes kept (`valid` itself when none is dropped); the dropped quotes' indices are appended to
+ *   `dropped` and a note to `notes`
+ */
+function dropOutlierQuotes(valid: ValidQuote[], options: VannaVolgaCalibrationOptions, dropped: number[], notes: string[]): ValidQuote[] {
+  const maxFrac = options.maxOutlierFraction ?? 0.1;
+  if (!(valid.length >= 10 && maxFrac > 0)) return valid;
+  const dev0 = neighbourDeviations(valid);
+  const med = median(dev0.map((x) => x.d));
+  const mad = 1.4826 * median(dev0.map((x) => Math.abs(x.d - med)));
+  const thr = Math.max((options.outlierSigmas ?? 4) * mad, options.outlierFloorVolPts ?? 1);
+  const maxDrop = Math.floor(maxFrac * valid.length);
+  let current = valid;
+  let nDropped = 0;
+  while (nDropped < maxDrop && current.length >= 3) {
+    let worst: { d: number; t: number } | null = null;
+    for (const x of neighbourDeviations(current)) {
+      if (Math.abs(x.d - med) > thr && (worst === null || Math.abs(x.d - med) > Math.abs(worst.d - med))) worst = x;
+    }
+    if (worst === null) break;
+    dropped.push((current[worst.t] as { i: number }).i);
+    current = current.filter((_, t) => t !== (worst as { t: number }).t);
+    nDropped++;
+  }
+  if (nDropped === 0) return valid;
+  notes.push(`dropped ${nDropped} outlier quote${nDropped > 1 ? 's' : ''} (> ${thr.toFixed(2)} vol pts from the neighbours' interpolation)`);
+  return current;
+}
+
+/** The market smile's points: the distinct k of the sorted quotes, each with the mean IV of the quotes there. */
+function averagedSmilePoints(used: readonly ValidQuote[]): { ks: number[]; ivs: number[] } {
+  const ks: number[] = [];
+  const ivs: number[] = [];
+  for (let t = 0; t < used.length; ) {
+    const k = (used[t] as { k: number }).k;
+    let sum = 0;
+    let cnt = 0;
+    while (t < used.length && (used[t] as { k: number }).k === k) {
+      sum += (used[t] as { iv: number }).iv;
+      cnt++;
+      t++;
+    }
+    ks.push(k);
+    ivs.push(sum / cnt);
+  }
+  return { ks, ivs };
+}
+
+/**
+ * The 25-delta pillar strikes on the market smile (`mktAtK`: strike -> IV): delta roots, else the flat-ATM-vol closed
+ * form; a call strike not above F from the closed form, a put strike not below F mirrored to F^2/K25C. Fallbacks are
+ * appended to `warnings` and `notes`.
+ */
+function pillarStrikes(mktAtK: (K: number) => number, volAtm: number, F: number, T: number, warnings: string[], notes: string[]): { K25P: number; K25C: number } {
+  const solve = (delta: number): { K: number; fallback: boolean } => {
+    try {
+      return { K: strikeFromDelta(delta, F, T, mktAtK), fallback: false };
+    } catch {
+      return { K: strikeFromDeltaFlat(delta, F, T, volAtm), fallback: true };
+    }
+  };
+  const c25 = solve(0.25);
+  const p25 = solve(0.75);
+  let K25C = c25.K;
+  let K25P = p25.K;
+  if (c25.fallback || p25.fallback) {
+    warnings.push('25-delta strike root not found on the market smile; flat-ATM-vol closed form used');
+    notes.push('a 25-delta strike from the flat-ATM-vol closed form');
+  }
+  if (!(K25C > F)) {
+    K25C = strikeFromDeltaFlat(0.25, F, T, volAtm);
+    notes.push('25-delta call strike from the flat-ATM-vol closed form');
+  }
+  if (!(K25P < F)) {
+    K25P = (F * F) / K25C;
+    warnings.push('25-delta put strike not below the forward (volAtm·sqrt(T) > 1.35); mirrored to F^2/K25C');
+    notes.push('25-delta put strike mirrored to F^2/K25C');
+  }
+  return { K25P, K25C };
+}
+
+/** Golden-section minimum of f on [a0, b0] (40 steps): the midpoint of the last bracket and its value. */
+function goldenSection(f: (x: number) => number, a0: number, b0: number): { x: number; f: number } {
+  let a = a0;
+  let b = b0;
+  const r = (Math.sqrt(5) - 1) / 2;
+  let x1 = b - r * (b - a);
+  let x2 = a + r * (b - a);
+  let f1 = f(x1);
+  let f2 = f(x2);
+  for (let it = 0; it < 40; it++) {
+    if (f1 <= f2) {
+      b = x2;
+      x2 = x1;
+      f2 = f1;
+      x1 = b - r * (b - a);
+      f1 = f(x1);
+    } else {
+      a = x1;
+      x1 = x2;
+      f1 = f2;
+      x2 = a + r * (b - a);
+      f2 = f(x2);
+    }
+  }
+  const x = 0.5 * (a + b);
+  return { x, f: f(x) };
+}
+
+/**
+ * One wing's best curvature at a scale d, for the quotes `beyond` that side's 10-delta strike: the function
+ * (d, exact) -> {c, f}, c by the linearized least squares (or, `exact`, golden section on the IV least squares) and f
+ * its IV cost, or c = 0 with the linear wing's cost when that is no worse. The wings alone move with c and d: the
+ * core's terms are computed once (vannaVolgaSmile's formula, same numbers).
+ */
+function wingCurvatureFit(side: 'L' | 'R', terms: VannaVolgaWingTerms, beyond: readonly ValidQuote[], T: number, d0: number): (d: number, exact?: boolean) => { c: number; f: number } {
+  const costAt = (c: number, d: number): number => {
+    const t = side === 'L' ? { ...terms, dLo: d } : { ...terms, dHi: d };
+    const cEff = wingCurvatureBound(c, t, side);
+    return beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
+  };
+  const linear = costAt(0, d0);
+  // For a scale d the wing is w = A + c B (A the C1 continuation, B = sqrt(x^2 + d^2) - d): c by weighted linear
+  // least squares in total variance, each quote weighted 1/(2 iv T)^2 so that a variance residual approximates the
+  // IV one (d iv = dw / (2 iv T)), clamped to [0, the Lee bound]; exact for that linearization, one pass per d.
+  const t0 = side === 'L' ? terms.sLo : terms.sHi;
+  const cMax = wingCurvatureBound(VV_MAX_WING_SLOPE, terms, side);
+  // Issue 26: a NEGATIVE curvature flattens the wing towards a plateau (short expiries whose far marks are flat).
+  // Bounds: c >= -|s| (the asymptotic slope s + c stays >= 0: w never decreases outward), and the concavity it adds
+  // at the junction, w'' = c / d, at most the Gatheral-Jacquier g of the linear wing there, g0 = (1 - k w'/(2w))^2
+  // - (w'^2/4)(1/w + 1/4) (GJ 2014 eq. 2.1 with w'' = 0): c >= -g0 d, half of what g >= 0 allows at the junction
+  // (w' and the g terms change with x beyond it). No negative curvature where g0 <= 0. The density check still decides.
+  const kb = side === 'L' ? terms.kLo : terms.kHi;
+  const wb = side === 'L' ? terms.wLo : terms.wHi;
+  const g0 = (1 - (kb * t0) / (2 * wb)) ** 2 - ((t0 * t0) / 4) * (1 / wb + 0.25);
+  const cFloor = wingCurvatureBound(-VV_MAX_WING_SLOPE, terms, side);
+  const cMinAt = (d: number): number => (g0 > 0 && Number.isFinite(g0) ? Math.max(cFloor, -g0 * d) : 0);
+  const cLinear = (d: number): number => {
+    const cMin = cMinAt(d);
+    let num = 0;
+    let den = 0;
+    for (const q of beyond) {
+      const x = side === 'L' ? terms.kLo - q.k : q.k - terms.kHi;
+      const A = (side === 'L' ? terms.wLo - t0 * x : terms.wHi + t0 * x) - q.iv * q.iv * T;
+      const B = Math.sqrt(x * x + d * d) - d;
+      const lam = 1 / (4 * q.iv * q.iv * T * T);
+      num -= lam * B * A;
+      den += lam * B * B;
+    }
+    return den > 0 ? Math.min(Math.max(num / den, cMin), cMax) : 0;
+  };
+  /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
+  return (d: number, exact = false): { c: number; f: number } => {
+    let g: { x: number; f: number };
+    if (exact) g = goldenSection((c) => costAt(c, d), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
+    else {
+      const c = cLinear(d);
+      g = { x: c, f: costAt(c, d) };
+    }
+    return g.f < linear ? { c: g.x, f: g.f } : { c: 0, f: linear };
+  };
+}
+
+/**
+ * Wing curvature c and scale d of one side (wing rule 2), on the quotes beyond that side's 10-delta strike (none: c =
+ * 0 at the default scale): d by a log-spaced grid of 13 points from 1/16 to 4 times the default scale, then golden
+ * section in ln d around the best point, each d ranked by the IV least squares at its own c; the final c at the chosen
+ * d by golden section on the IV least squares. d is fitted only where more quotes lie beyond the 10-delta strike than
+ * the wing has parameters (c and d): with one or two, any pair through them would do and the extrapolated wing would
+ * jump from one refit to the next.
+ */
+function fitWing(side: 'L' | 'R', terms: VannaVolgaWingTerms, used: readonly ValidQuote[], T: number): { c: number; d: number } {
+  const d0 = side === 'L' ? terms.dLo : terms.dHi;
+  const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
+  if (beyond.length === 0) return { c: 0, d: d0 };
+  const bestC = wingCurvatureFit(side, terms, beyond, T, d0);
+  if (beyond.length < WING_SCALE_MIN_QUOTES) return { c: bestC(d0, true).c, d: d0 };
+  let best = { u: 0, ...bestC(d0) };
+  for (let j = -8; j <= 4; j++) {
+    if (j === 0) continue;
+    const u = (j / 2) * Math.LN2;
+    const r = bestC(d0 * Math.exp(u));
+    if (r.f < best.f * (1 - 1e-12)) best = { u, ...r };
+  }
+  if (best.c === 0) {
+    // no curvature at any scale by the linearization: the exact c at the default scale (the rule without scales)
+    const e = bestC(d0, true);
+    return { c: e.c, d: d0 };
+  }
+  const refined = goldenSection((u) => bestC(d0 * Math.exp(u)).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
+  const d = d0 * Math.exp(refined.f < best.f ? refined.x : best.u);
+  return { c: bestC(d, true).c, d };
+}
+
+/** The largest factor in [0, 1] for which `ok` holds (bisection, 12 steps), given that 0 passes. */
+function largestPassingFactor(ok: (mu: number) => boolean): number {
+  let lo = 0;
+  let hi = 1;
+  for (let i = 0; i < 12; i++) {
+    const mid = 0.5 * (lo + hi);
+    if (ok(mid)) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/**
+ * Butterfly: when the curved wings fail the density check but the linear ones pass, the curvature of one side (the
+ * failing strike's first) is scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps): the
+ * smallest change; both sides together only when neither alone suffices. A note is appended when scaled.
+ * @param params the fitted smile (pillars, order, wing strikes, curvatures and scales)
+ * @param ks the market smile's sorted k (the check's range)
+ * @returns the served curvatures and the served smile's check (unscaled, or at the chosen factors; null when both
+ *   curvatures are 0: no check run)
+ */
+function scaleWingsForDensity(
+  params: Required<VannaVolgaParams>,
+  ks: readonly number[],
+  F: number,
+  T: number,
+  densityCheck: DensityCheckOptions | undefined,
+  notes: string[],
+): { wingCurvL: number; wingCurvR: number; servedCheck: DensityCheck | null } {
+  let { wingCurvL, wingCurvR } = params;
+  let servedCheck: DensityCheck | null = null;
+  const kLoQ = Math.min(...ks);
+  const kHiQ = Math.max(...ks);
+  // memoized by the scale factors: the final check reuses the bisection's check of the factors it chose
+  const checked = new Map<string, DensityCheck>();
+  const checkAt = (muL: number, muR: number): DensityCheck => {
+    const key = `${muL},${muR}`;
+    let chk = checked.get(key);
+    if (chk === undefined) {
+      chk = checkSmileDensity(vannaVolgaSmile({ ...params, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR }, F, T), F, T, {
+        kMin: kLoQ,
+        kMax: kHiQ,
+        ...densityCheck,
+      });
+      checked.set(key, chk);
+    }
+    return chk;
+  };
+  const passes = (muL: number, muR: number): boolean => checkAt(muL, muR).arbitrageFree;
+  if (wingCurvL !== 0 || wingCurvR !== 0) servedCheck = checkAt(1, 1);
+  if (servedCheck !== null && !servedCheck.arbitrageFree && passes(0, 0)) {
+    const failingStrike = servedCheck.atStrike;
+    // One side alone first when that suffices (the side with the failing strike first): a call wing that
+    // fails does not flatten the put wing. Else both together.
+    const callSideFirst = Number.isFinite(failingStrike) && failingStrike > F;
+    let muL = 1;
+    let muR = 1;
+    if (callSideFirst && passes(1, 0)) muR = largestPassingFactor((mu) => passes(1, mu));
+    else if (passes(0, 1)) muL = largestPassingFactor((mu) => passes(mu, 1));
+    else if (passes(1, 0)) muR = largestPassingFactor((mu) => passes(1, mu));
+    else muL = muR = largestPassingFactor((mu) => passes(mu, mu));
+    servedCheck = checkAt(muL, muR); // the served smile's check (memoized), taken before the curvatures change
+    wingCurvL *= muL;
+    wingCurvR *= muR;
+    notes.push(`wing curvatures scaled by ${muL.toFixed(4)} (put side) and ${muR.toFixed(4)} (call side) to pass the density check`);
+  }
+  return { wingCurvL, wingCurvR, servedCheck };
+}
+
+/** What {@link vannaVolgaResult} reads of a finished calibration. */
+interface VannaVolgaFitted {
+  readonly params: Required<VannaVolgaParams>;
+  readonly valid: readonly ValidQuote[];
+  readonly used: readonly ValidQuote[];
+  readonly dropped: number[];
+  /** The market smile's sorted k. */
+  readonly ks: readonly number[];
+  /** The market smile's ATM vol (at k = 0, flat beyond the quotes). */
+  readonly volAtm: number;
+  /** The served smile's density check when the wing scaling ran one, else null. */
+  readonly servedCheck: DensityCheck | null;
+  readonly warnings: string[];
+  readonly notes: readonly string[];
+}
+
+/**
+ * The calibration result of the fitted smile: errors (vol points) on the quotes used, all valid quotes and those
+ * inside the 10-delta strikes, the density check (the served one, else run here), the ATM comparison and the method.
+ * Appends the butterfly and ATM warnings to `fit.warnings`; sorts `fit.dropped`.
+ */
+function vannaVolgaResult(fit: VannaVolgaFitted, F: number, T: number, options: VannaVolgaCalibrationOptions): VannaVolgaCalibrationResult {
+  const { params, valid, used, dropped, ks, volAtm, servedCheck, warnings, notes } = fit;
+  const smile = vannaVolgaSmile(params, F, T);
+  const resUsed = used.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
+  const resAll = valid.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
+  const rmse = Math.sqrt(resUsed.reduce((s, e) => s + e * e, 0) / resUsed.length);
+  const rmseAll = Math.sqrt(resAll.reduce((s, e) => s + e * e, 0) / resAll.length);
+  const maxErr = resUsed.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
+  const kLo10 = Math.log(params.K10P / F);
+  const kHi10 = Math.log(params.K10C / F);
+  const resCore = used.filter((q) => q.k >= kLo10 && q.k <= kHi10).map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
+
+  const kMin = ks[0] as number;
+  const kMax = ks[ks.length - 1] as number;
+  // the same smile and options as the wing scaling's check, scaled or not (kMin/kMax: ks is sorted)
+  const chk = servedCheck ?? checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
+  if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
+  const marketAtm = kMin <= 0 && kMax >= 0 ? volAtm : null;
+  const modelAtm = smile(F);
+  const atmErr = marketAtm === null ? null : 100 * (modelAtm - marketAtm);
+  if (marketAtm === null) warnings.push('the quotes do not straddle the forward: ATM vol is the nearest quote (flat extrapolation)');
+
+  const rule = ks.length === 1 ? 'flat smile through the single quote' : `pillars read off the linear-in-k interpolation of ${ks.length} mark IVs`;
+  const method = [
+    `vanna-volga ${params.order} order (Castagna-Mercurio 2007); ${rule}; beyond the 10-delta strikes C1 wings in total variance with fitted curvature c = ${params.wingCurvL.toFixed(4)} (put side), ${params.wingCurvR.toFixed(4)} (call side) and scale d = ${params.wingScaleL.toFixed(4)}, ${params.wingScaleR.toFixed(4)}`,
+    ...notes,
+  ].join('; ');
+  dropped.sort((a, b) => a - b);
+  return {
+    params,
+    F,
+    T,
+    rmseVolPts: rmse,
+    maxErrorVolPts: maxErr,
+    rmseAllVolPts: rmseAll,
+    within10Delta: errorStats(resCore),
+    quotesUsed: used.length,
+    quotesDropped: dropped,
+    arbitrageFree: chk.arbitrageFree,
+    minDensity: chk.minDensity,
+    kAtMinDensity: Number.isFinite(chk.atStrike) ? Math.log(chk.atStrike / F) : Number.NaN,
+    method,
+    iterations: 0,
+    atm: { marketIv: marketAtm, modelIv: modelAtm, errorVolPts: atmErr },
+    warnings,
+  };
+}
+
+
 /**
  * Builds the VV smile of one expiry from its quotes and reports the fit diagnostics.
  *
@@ -503,310 +881,30 @@ export function calibrateVannaVolga(
   options: VannaVolgaCalibrationOptions = {},
 ): VannaVolgaCalibrationResult {
   assertFT('calibrateVannaVolga', F, T);
-  // bid/ask IVs kept: the spread-weighted pillar fit (issue 26) reads them
-  const valid: { k: number; iv: number; i: number; bidIv: number | null; askIv: number | null }[] = [];
-  const dropped: number[] = [];
-  quotes.forEach((q, i) => {
-    if (Number.isFinite(q.k) && Number.isFinite(q.iv) && q.iv > 0) valid.push({ k: q.k, iv: q.iv, i, bidIv: q.bidIv ?? null, askIv: q.askIv ?? null });
-    else dropped.push(i);
-  });
-  if (valid.length === 0) throw new RangeError('calibrateVannaVolga: no valid quote (need finite k and iv > 0)');
-  valid.sort((a, b) => a.k - b.k || a.i - b.i);
+  const { valid, dropped } = splitValidQuotes(quotes);
   const warnings: string[] = [];
   const notes: string[] = [];
-
-  // Hampel identifier against the neighbours' linear interpolation, applied iteratively (the worst
-  // quote first, deviations recomputed without it) so that the neighbours of a bad quote, whose own
-  // deviations it inflates, are not dropped with it. The robust scale comes from the full set.
-  let used = valid;
-  const maxFrac = options.maxOutlierFraction ?? 0.1;
-  if (valid.length >= 10 && maxFrac > 0) {
-    const deviations = (set: readonly { k: number; iv: number }[]): { d: number; t: number }[] => {
-      const out: { d: number; t: number }[] = [];
-      for (let t = 1; t + 1 < set.length; t++) {
-        const a = set[t - 1] as { k: number; iv: number };
-        const b = set[t] as { k: number; iv: number };
-        const c = set[t + 1] as { k: number; iv: number };
-        const pred = c.k > a.k ? a.iv + ((c.iv - a.iv) * (b.k - a.k)) / (c.k - a.k) : 0.5 * (a.iv + c.iv);
-        out.push({ d: 100 * (b.iv - pred), t });
-      }
-      return out;
-    };
-    const dev0 = deviations(valid);
-    const med = median(dev0.map((x) => x.d));
-    const mad = 1.4826 * median(dev0.map((x) => Math.abs(x.d - med)));
-    const thr = Math.max((options.outlierSigmas ?? 4) * mad, options.outlierFloorVolPts ?? 1);
-    const maxDrop = Math.floor(maxFrac * valid.length);
-    let current = valid;
-    let nDropped = 0;
-    while (nDropped < maxDrop && current.length >= 3) {
-      let worst: { d: number; t: number } | null = null;
-      for (const x of deviations(current)) {
-        if (Math.abs(x.d - med) > thr && (worst === null || Math.abs(x.d - med) > Math.abs(worst.d - med))) worst = x;
-      }
-      if (worst === null) break;
-      dropped.push((current[worst.t] as { i: number }).i);
-      current = current.filter((_, t) => t !== (worst as { t: number }).t);
-      nDropped++;
-    }
-    if (nDropped > 0) {
-      used = current;
-      notes.push(`dropped ${nDropped} outlier quote${nDropped > 1 ? 's' : ''} (> ${thr.toFixed(2)} vol pts from the neighbours' interpolation)`);
-    }
-  }
-
+  const used = dropOutlierQuotes(valid, options, dropped, notes);
   // Market smile: average duplicates at the same k.
-  const ks: number[] = [];
-  const ivs: number[] = [];
-  for (let t = 0; t < used.length; ) {
-    const k = (used[t] as { k: number }).k;
-    let sum = 0;
-    let cnt = 0;
-    while (t < used.length && (used[t] as { k: number }).k === k) {
-      sum += (used[t] as { iv: number }).iv;
-      cnt++;
-      t++;
-    }
-    ks.push(k);
-    ivs.push(sum / cnt);
-  }
+  const { ks, ivs } = averagedSmilePoints(used);
   const mkt = linearSmile(ks, ivs);
   const mktAtK = (K: number): number => mkt(Math.log(K / F));
   const volAtm = mkt(0);
-  const solve = (delta: number): { K: number; fallback: boolean } => {
-    try {
-      return { K: strikeFromDelta(delta, F, T, mktAtK), fallback: false };
-    } catch {
-      return { K: strikeFromDeltaFlat(delta, F, T, volAtm), fallback: true };
-    }
-  };
-  const c25 = solve(0.25);
-  const p25 = solve(0.75);
-  let K25C = c25.K;
-  let K25P = p25.K;
-  if (c25.fallback || p25.fallback) {
-    warnings.push('25-delta strike root not found on the market smile; flat-ATM-vol closed form used');
-    notes.push('a 25-delta strike from the flat-ATM-vol closed form');
-  }
-  if (!(K25C > F)) {
-    K25C = strikeFromDeltaFlat(0.25, F, T, volAtm);
-    notes.push('25-delta call strike from the flat-ATM-vol closed form');
-  }
-  if (!(K25P < F)) {
-    K25P = (F * F) / K25C;
-    warnings.push('25-delta put strike not below the forward (volAtm·sqrt(T) > 1.35); mirrored to F^2/K25C');
-    notes.push('25-delta put strike mirrored to F^2/K25C');
-  }
+  const { K25P, K25C } = pillarStrikes(mktAtK, volAtm, F, T, warnings, notes);
   const order = options.order ?? 'second';
   const read: VannaVolgaParams = { K25P, Katm: F, K25C, vol25P: mktAtK(K25P), volAtm, vol25C: mktAtK(K25C), order };
   const base = fitPillarVols(read, used, F, T, notes, options.previousPillars, options.weighting ?? 'uniform');
   const wings = vannaVolgaWingStrikes(base, F, T);
-  // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them), on the quotes
-  // beyond that side's 10-delta strike: d by a log-spaced grid of 13 points from 1/16 to 4 times the default scale,
-  // then golden section in ln d around the best point, each d ranked by the IV least squares at its own c (below);
-  // the final c at the chosen d by golden section on the IV least squares.
+  // Wing curvatures and scales (wing rule 2), each side alone (the other side does not move them): fitWing.
   const terms = vannaVolgaWingTerms({ ...base, order, K10P: wings.K10P, K10C: wings.K10C }, F, T);
-  /** Golden-section minimum of f on [a, b] (40 steps): the midpoint of the last bracket and its value. */
-  const golden = (f: (x: number) => number, a0: number, b0: number): { x: number; f: number } => {
-    let a = a0;
-    let b = b0;
-    const r = (Math.sqrt(5) - 1) / 2;
-    let x1 = b - r * (b - a);
-    let x2 = a + r * (b - a);
-    let f1 = f(x1);
-    let f2 = f(x2);
-    for (let it = 0; it < 40; it++) {
-      if (f1 <= f2) {
-        b = x2;
-        x2 = x1;
-        f2 = f1;
-        x1 = b - r * (b - a);
-        f1 = f(x1);
-      } else {
-        a = x1;
-        x1 = x2;
-        f1 = f2;
-        x2 = a + r * (b - a);
-        f2 = f(x2);
-      }
-    }
-    const x = 0.5 * (a + b);
-    return { x, f: f(x) };
-  };
-  const fitWing = (side: 'L' | 'R'): { c: number; d: number } => {
-    const d0 = side === 'L' ? terms.dLo : terms.dHi;
-    const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
-    if (beyond.length === 0) return { c: 0, d: d0 };
-    // the wings alone move with c and d: the core's terms are computed once (vannaVolgaSmile's formula, same numbers)
-    const costAt = (c: number, d: number): number => {
-      const t = side === 'L' ? { ...terms, dLo: d } : { ...terms, dHi: d };
-      const cEff = wingCurvatureBound(c, t, side);
-      return beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
-    };
-    const linear = costAt(0, d0);
-    // For a scale d the wing is w = A + c B (A the C1 continuation, B = sqrt(x^2 + d^2) - d): c by weighted linear
-    // least squares in total variance, each quote weighted 1/(2 iv T)^2 so that a variance residual approximates the
-    // IV one (d iv = dw / (2 iv T)), clamped to [0, the Lee bound]; exact for that linearization, one pass per d.
-    const t0 = side === 'L' ? terms.sLo : terms.sHi;
-    const cMax = wingCurvatureBound(VV_MAX_WING_SLOPE, terms, side);
-    // Issue 26: a NEGATIVE curvature flattens the wing towards a plateau (short expiries whose far marks are flat).
-    // Bounds: c >= -|s| (the asymptotic slope s + c stays >= 0: w never decreases outward), and the concavity it adds
-    // at the junction, w'' = c / d, at most the Gatheral-Jacquier g of the linear wing there, g0 = (1 - k w'/(2w))^2
-    // - (w'^2/4)(1/w + 1/4) (GJ 2014 eq. 2.1 with w'' = 0): c >= -g0 d, half of what g >= 0 allows at the junction
-    // (w' and the g terms change with x beyond it). No negative curvature where g0 <= 0. The density check still decides.
-    const kb = side === 'L' ? terms.kLo : terms.kHi;
-    const wb = side === 'L' ? terms.wLo : terms.wHi;
-    const g0 = (1 - (kb * t0) / (2 * wb)) ** 2 - ((t0 * t0) / 4) * (1 / wb + 0.25);
-    const cFloor = wingCurvatureBound(-VV_MAX_WING_SLOPE, terms, side);
-    const cMinAt = (d: number): number => (g0 > 0 && Number.isFinite(g0) ? Math.max(cFloor, -g0 * d) : 0);
-    const cLinear = (d: number): number => {
-      const cMin = cMinAt(d);
-      let num = 0;
-      let den = 0;
-      for (const q of beyond) {
-        const x = side === 'L' ? terms.kLo - q.k : q.k - terms.kHi;
-        const A = (side === 'L' ? terms.wLo - t0 * x : terms.wHi + t0 * x) - q.iv * q.iv * T;
-        const B = Math.sqrt(x * x + d * d) - d;
-        const lam = 1 / (4 * q.iv * q.iv * T * T);
-        num -= lam * B * A;
-        den += lam * B * B;
-      }
-      return den > 0 ? Math.min(Math.max(num / den, cMin), cMax) : 0;
-    };
-    /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
-    const bestC = (d: number, exact = false): { c: number; f: number } => {
-      let g: { x: number; f: number };
-      if (exact) g = golden((c) => costAt(c, d), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
-      else {
-        const c = cLinear(d);
-        g = { x: c, f: costAt(c, d) };
-      }
-      return g.f < linear ? { c: g.x, f: g.f } : { c: 0, f: linear };
-    };
-    // d is fitted only where more quotes lie beyond the 10-delta strike than the wing has parameters (c and d): with
-    // one or two, any pair through them would do and the extrapolated wing would jump from one refit to the next.
-    if (beyond.length < WING_SCALE_MIN_QUOTES) return { c: bestC(d0, true).c, d: d0 };
-    let best = { u: 0, ...bestC(d0) };
-    for (let j = -8; j <= 4; j++) {
-      if (j === 0) continue;
-      const u = (j / 2) * Math.LN2;
-      const r = bestC(d0 * Math.exp(u));
-      if (r.f < best.f * (1 - 1e-12)) best = { u, ...r };
-    }
-    if (best.c === 0) {
-      // no curvature at any scale by the linearization: the exact c at the default scale (the rule without scales)
-      const e = bestC(d0, true);
-      return { c: e.c, d: d0 };
-    }
-    const refined = golden((u) => bestC(d0 * Math.exp(u)).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
-    const d = d0 * Math.exp(refined.f < best.f ? refined.x : best.u);
-    return { c: bestC(d, true).c, d };
-  };
-  const fitL = fitWing('L');
-  const fitR = fitWing('R');
-  let wingCurvL = fitL.c;
-  let wingCurvR = fitR.c;
+  const fitL = fitWing('L', terms, used, T);
+  const fitR = fitWing('R', terms, used, T);
   const wingScaleL = fitL.d;
   const wingScaleR = fitR.d;
-  // Butterfly: when the curved wings fail the density check but the linear ones pass, the curvature of one side
-  // (the failing strike's first) is scaled down by the largest factor in [0, 1] that passes (bisection, 12 steps):
-  // the smallest change; both sides together only when neither alone suffices.
-  // The check of the served smile (unscaled, or at the chosen factors) is kept: it is the final check below.
-  let servedCheck: ReturnType<typeof checkSmileDensity> | null = null;
-  {
-    const kLoQ = Math.min(...ks);
-    const kHiQ = Math.max(...ks);
-    // memoized by the scale factors: the final check below reuses the bisection's check of the factors it chose
-    const checked = new Map<string, ReturnType<typeof checkSmileDensity>>();
-    const checkAt = (muL: number, muR: number): ReturnType<typeof checkSmileDensity> => {
-      const key = `${muL},${muR}`;
-      let chk = checked.get(key);
-      if (chk === undefined) {
-        chk = checkSmileDensity(vannaVolgaSmile({ ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: muL * wingCurvL, wingCurvR: muR * wingCurvR, wingScaleL, wingScaleR }, F, T), F, T, {
-          kMin: kLoQ,
-          kMax: kHiQ,
-          ...options.densityCheck,
-        });
-        checked.set(key, chk);
-      }
-      return chk;
-    };
-    const passes = (muL: number, muR: number): boolean => checkAt(muL, muR).arbitrageFree;
-    if (wingCurvL !== 0 || wingCurvR !== 0) servedCheck = checkAt(1, 1);
-    if (servedCheck !== null && !servedCheck.arbitrageFree && passes(0, 0)) {
-      const failingStrike = servedCheck.atStrike;
-      /** The largest factor in [0, 1] that passes (bisection, 12 steps), given that 0 passes. */
-      const largest = (ok: (mu: number) => boolean): number => {
-        let lo = 0;
-        let hi = 1;
-        for (let i = 0; i < 12; i++) {
-          const mid = 0.5 * (lo + hi);
-          if (ok(mid)) lo = mid;
-          else hi = mid;
-        }
-        return lo;
-      };
-      // One side alone first when that suffices (the side with the failing strike first): a call wing that
-      // fails does not flatten the put wing. Else both together.
-      const callSideFirst = Number.isFinite(failingStrike) && failingStrike > F;
-      let muL = 1;
-      let muR = 1;
-      if (callSideFirst && passes(1, 0)) muR = largest((mu) => passes(1, mu));
-      else if (passes(0, 1)) muL = largest((mu) => passes(mu, 1));
-      else if (passes(1, 0)) muR = largest((mu) => passes(1, mu));
-      else muL = muR = largest((mu) => passes(mu, mu));
-      servedCheck = checkAt(muL, muR); // the served smile's check (memoized), taken before the curvatures change
-      wingCurvL *= muL;
-      wingCurvR *= muR;
-      notes.push(`wing curvatures scaled by ${muL.toFixed(4)} (put side) and ${muR.toFixed(4)} (call side) to pass the density check`);
-    }
-  }
+  const fitted: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL: fitL.c, wingCurvR: fitR.c, wingScaleL, wingScaleR };
+  const { wingCurvL, wingCurvR, servedCheck } = scaleWingsForDensity(fitted, ks, F, T, options.densityCheck, notes);
   const params: Required<VannaVolgaParams> = { ...base, order, K10P: wings.K10P, K10C: wings.K10C, wingCurvL, wingCurvR, wingScaleL, wingScaleR };
-  const smile = vannaVolgaSmile(params, F, T);
-
-  const resUsed = used.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
-  const resAll = valid.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
-  const rmse = Math.sqrt(resUsed.reduce((s, e) => s + e * e, 0) / resUsed.length);
-  const rmseAll = Math.sqrt(resAll.reduce((s, e) => s + e * e, 0) / resAll.length);
-  const maxErr = resUsed.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
-  const kLo10 = Math.log(params.K10P / F);
-  const kHi10 = Math.log(params.K10C / F);
-  const resCore = used.filter((q) => q.k >= kLo10 && q.k <= kHi10).map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
-
-  const kMin = ks[0] as number;
-  const kMax = ks[ks.length - 1] as number;
-  // the same smile and options as the check above, scaled or not (kMin/kMax: ks is sorted)
-  const chk = servedCheck ?? checkSmileDensity(smile, F, T, { kMin, kMax, ...options.densityCheck });
-  if (!chk.arbitrageFree) warnings.push(`butterfly arbitrage: min density ${chk.minDensity.toExponential(3)} at K = ${chk.atStrike.toPrecision(6)}`);
-  const marketAtm = kMin <= 0 && kMax >= 0 ? volAtm : null;
-  const modelAtm = smile(F);
-  const atmErr = marketAtm === null ? null : 100 * (modelAtm - marketAtm);
-  if (marketAtm === null) warnings.push('the quotes do not straddle the forward: ATM vol is the nearest quote (flat extrapolation)');
-
-  const rule = ks.length === 1 ? 'flat smile through the single quote' : `pillars read off the linear-in-k interpolation of ${ks.length} mark IVs`;
-  const method = [
-    `vanna-volga ${order} order (Castagna-Mercurio 2007); ${rule}; beyond the 10-delta strikes C1 wings in total variance with fitted curvature c = ${wingCurvL.toFixed(4)} (put side), ${wingCurvR.toFixed(4)} (call side) and scale d = ${wingScaleL.toFixed(4)}, ${wingScaleR.toFixed(4)}`,
-    ...notes,
-  ].join('; ');
-  dropped.sort((a, b) => a - b);
-  return {
-    params,
-    F,
-    T,
-    rmseVolPts: rmse,
-    maxErrorVolPts: maxErr,
-    rmseAllVolPts: rmseAll,
-    within10Delta: errorStats(resCore),
-    quotesUsed: used.length,
-    quotesDropped: dropped,
-    arbitrageFree: chk.arbitrageFree,
-    minDensity: chk.minDensity,
-    kAtMinDensity: Number.isFinite(chk.atStrike) ? Math.log(chk.atStrike / F) : Number.NaN,
-    method,
-    iterations: 0,
-    atm: { marketIv: marketAtm, modelIv: modelAtm, errorVolPts: atmErr },
-    warnings,
-  };
+  return vannaVolgaResult({ params, valid, used, dropped, ks, volAtm, servedCheck, warnings, notes }, F, T, options);
 }
 
 /**
