@@ -66,9 +66,15 @@ declare module 'fastify' {
   interface FastifyInstance {
     /**
      * Every route registered on the app, in order (method, pattern), from the first: what the access test
-     * (test/security/access.test.ts) walks so that no route escapes the key check.
+     * (test/security/access.test.ts) walks so that no route escapes the key check, and the OpenAPI test
+     * (test/api/openapiRoutes.test.ts) so that no route escapes the document.
      */
-    readonly registeredRoutes: ReadonlyArray<{ readonly method: string; readonly url: string }>;
+    readonly registeredRoutes: ReadonlyArray<{
+      readonly method: string;
+      readonly url: string;
+      /** Left out of the OpenAPI document (`schema.hide`: static files, the dashboard page, login, the WebSocket upgrade). */
+      readonly hidden: boolean;
+    }>;
   }
 }
 
@@ -88,10 +94,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  const routes: Array<{ method: string; url: string }> = [];
+  const routes: Array<{ method: string; url: string; hidden: boolean }> = [];
   app.decorate('registeredRoutes', routes);
   app.addHook('onRoute', (r) => {
-    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: String(method), url: r.url });
+    const hidden = r.schema?.hide === true;
+    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: String(method), url: r.url, hidden });
   });
   installErrorHandling(app);
   const apiKeys = opts.security?.apiKeys ?? [];

@@ -4,7 +4,8 @@
  * (@fastify/swagger-ui).
  *
  * The transform adds, for the document only (route validation and serialization are untouched):
- * - the 200 response schema and description of each route (src/api/plugins/openapiDocs.ts ROUTE_DOCS);
+ * - the 200 response schema of each route, from the `docs` of the route's own schema (src/api/routeDefinition.ts
+ *   RouteDocs; its summary, tags and description are read by @fastify/swagger from the same schema);
  * - the error responses the route can give, each with the one error body `ErrorBody` (a $ref) and the
  *   decisions.md meaning of the status;
  * - a description for every request/response property that has none of its own (FIELD_DESCRIPTIONS), and
@@ -18,8 +19,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, ROUTE_DOCS, TAGS } from './openapiDocs.js';
-import { liveOpenApi } from './openapiLive.js';
+import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, TAGS } from './openapiDocs.js';
+import { liveOpenApi, type LiveRoutes } from './openapiLive.js';
+import type { RouteDocs } from '../routeDefinition.js';
 import type { MarketCache } from '../../cache/marketCache.js';
 
 type JsonSchema = Record<string, unknown>;
@@ -27,12 +29,6 @@ type JsonSchema = Record<string, unknown>;
 /** Where the document and the docs UI are served. */
 export const OPENAPI_JSON_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
-
-/** `GET /x` key of a route, as in ROUTE_DOCS. */
-function routeKey(method: unknown, url: string): string {
-  const m = Array.isArray(method) ? String(method[0]) : String(method);
-  return `${m.toUpperCase()} ${url}`;
-}
 
 /**
  * Fill `description` of every property (recursively) that has none, from FIELD_DESCRIPTIONS; give array
@@ -59,7 +55,7 @@ export function fillDescriptions(schema: unknown, name?: string): unknown {
   return s;
 }
 
-/** Default errors of a route without a ROUTE_DOCS entry. */
+/** Default errors of a route whose schema has no `docs`. */
 function defaultErrors(url: string, method: string, schema: JsonSchema): number[] {
   const out: number[] = [];
   if (schema.querystring || schema.body || schema.params) out.push(400);
@@ -71,12 +67,14 @@ function defaultErrors(url: string, method: string, schema: JsonSchema): number[
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
 
-/** The swagger `transform`: documentation responses, then jsonSchemaTransform, then descriptions. */
+/**
+ * The swagger `transform`: the responses of the route's own `docs` (its schema), then jsonSchemaTransform, then
+ * descriptions. `docs` itself is not part of the document.
+ */
 export function documentedTransform(doc: TransformInput): ReturnType<typeof jsonSchemaTransform> {
-  const schema = (doc.schema ?? {}) as JsonSchema;
-  if (schema.hide) return jsonSchemaTransform(doc);
+  const { docs: info, ...schema } = (doc.schema ?? {}) as JsonSchema & { docs?: RouteDocs };
+  if (schema.hide) return jsonSchemaTransform({ ...doc, schema } as TransformInput);
   const method = String(Array.isArray(doc.route?.method) ? doc.route.method[0] : doc.route?.method ?? 'GET').toUpperCase();
-  const info = ROUTE_DOCS[routeKey(method, doc.url)];
   const response: Record<string, unknown> = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
   if (!response['200']) {
     const contentType = info?.responseContentType ?? 'application/json';
@@ -89,12 +87,7 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
       response[String(code)] = { description: ERROR_STATUS_TEXT[code] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } };
     }
   }
-  const withDocs: JsonSchema = {
-    ...schema,
-    response,
-    ...(info && !schema.tags ? { tags: [...info.tags] } : {}),
-    ...(info?.description && !schema.description ? { description: info.description } : {}),
-  };
+  const withDocs: JsonSchema = { ...schema, response };
   const out = jsonSchemaTransform({ ...doc, schema: withDocs } as TransformInput);
   const t = out.schema as JsonSchema;
   for (const part of ['querystring', 'body', 'params', 'headers'] as const) if (t[part]) fillDescriptions(t[part]);
@@ -144,7 +137,8 @@ export function withApiKeySecurity(doc: Record<string, unknown>): Record<string,
 /**
  * Register @fastify/swagger (with the documentation transform), /openapi.json and the /docs UI on `app`.
  * With `cache`, every copy of the document served (/openapi.json, and the one the /docs page loads) carries
- * the live expiry window, per-pair ranges and working examples of src/api/plugins/openapiLive.ts. With
+ * the live expiry window (src/api/plugins/openapiLive.ts) and the per-pair ranges and working examples each route
+ * declares in its schema's `docs.live` (collected here as the routes are registered). With
  * `apiKeyRequired` (API keys configured) it also declares the `X-API-Key` scheme ({@link withApiKeySecurity}).
  */
 export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache, version = '0.1.0', apiKeyRequired = false): Promise<void> {
@@ -170,8 +164,15 @@ export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache,
     transform: documentedTransform,
     transformObject: jsonSchemaTransformObject,
   });
+  // the live parts each route declares (its schema's docs.live), by the operation they belong to
+  const liveRoutes: LiveRoutes = new Map();
+  app.addHook('onRoute', (r) => {
+    const liveDocs = r.schema?.docs?.live;
+    if (!liveDocs) return;
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) liveRoutes.set(`${String(m).toLowerCase()} ${r.url}`, liveDocs);
+  });
   const live = (doc: Record<string, unknown>) => {
-    const out = cache ? liveOpenApi(doc, cache) : doc;
+    const out = cache ? liveOpenApi(doc, cache, liveRoutes) : doc;
     return apiKeyRequired ? withApiKeySecurity(out) : out;
   };
   await app.register(swaggerUi, {

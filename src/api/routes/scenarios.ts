@@ -41,6 +41,8 @@ import {
   type AdvancedScenarioInstrument,
   type ScenarioInstrument,
 } from '../scenarioSchemas.js';
+import { routePlugin } from '../routeDefinition.js';
+import { ADVANCED_SCENARIOS_SCHEMA_DOCS, RISK_SCENARIOS_SCHEMA_DOCS, VOL_RANGE_SCENARIOS_SCHEMA_DOCS } from './scenarioDocs.js';
 
 type AnyInstrument = ScenarioInstrument | AdvancedScenarioInstrument;
 
@@ -275,12 +277,12 @@ const VOL_RANGE_MEASURES: ReadonlyArray<keyof ScenarioCell> = [
   'baseVanna',
 ];
 
-export const scenarioRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** The three scenario routes over `markets` (a named fastify-plugin, `scenarios`; their documentation: ./scenarioDocs.ts). */
+export const scenarioRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('scenarios', async (app) => {
     app.post(
       '/api/v1/global/scenarios/riskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', body: RiskScenariosBody, querystring: AsOfQuery } },
+      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', ...RISK_SCENARIOS_SCHEMA_DOCS, body: RiskScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
@@ -297,7 +299,7 @@ export const scenarioRoutes =
 
     app.post(
       '/api/v1/global/scenarios/volRangeRiskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', body: VolRangeScenariosBody, querystring: AsOfQuery } },
+      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', ...VOL_RANGE_SCENARIOS_SCHEMA_DOCS, body: VolRangeScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
@@ -327,6 +329,7 @@ export const scenarioRoutes =
       {
         schema: {
           summary: 'Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to 100 instruments)',
+          ...ADVANCED_SCENARIOS_SCHEMA_DOCS,
           body: AdvancedScenariosBody,
           querystring: AsOfQuery,
         },
@@ -345,4 +348,4 @@ export const scenarioRoutes =
         };
       },
     );
-  };
+  });

@@ -4,6 +4,7 @@
  * src/quant/vanilla.ts under the item's priceMethod (OTC = DERIBIT). Conventions: docs/conventions.md.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Markets } from '../asOf.js';
 import { valueVanilla } from '../../quant/vanilla.js';
 import type { Pair, Source } from '../../domain/markets.js';
@@ -20,13 +21,70 @@ import {
   resolvePair,
   resolvePriceMethod,
 } from '../rules.js';
+import { BATCH50, MARKET_POST, num, routePlugin, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
-export const vanillaRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** Vanilla result item (spec section 2): figures in base currency per the amount. */
+const VanillaResult = z.object({
+  instrumentId: z.string(),
+  observationTimestamp: num(),
+  impliedVolatility: num().describe('Implied volatility on the option strike (the forward for a FORWARD without strike), fraction'),
+  spotPrice: num(),
+  forwardPrice: num(),
+  valueBase: num(),
+  deltaBase: num(),
+  gammaBase: num(),
+  vegaBase: num(),
+  thetaBase: num(),
+  volgaBase: num(),
+  vannaBase: num(),
+  deltaDecayBase: num(),
+  timeValueBase: num(),
+  intrinsicValueBase: num(),
+  carryBase: num(),
+  rhoBase: num(),
+  totalThetaBase: num(),
+});
+
+/** Example batch: an at-the-money CALL, a PUT 10 % below the forward, a FORWARD, on the live example market. */
+function vanillaExample(ctx: LiveDocContext): unknown {
+  const m = ctx.market;
+  const call = { instrumentId: 'c1', ...ctx.pair, amount: 1, vanillaOptionType: 'CALL', source: m.source, priceMethod: m.source, expirationTimestamp: m.expiry, strike: ctx.strike, volatilityModel: 'SVI' };
+  return [call, { ...call, instrumentId: 'p1', vanillaOptionType: 'PUT', strike: ctx.nice(m.forward * 0.9) }, { ...call, instrumentId: 'f1', vanillaOptionType: 'FORWARD' }];
+}
+
+/** Documentation of POST vanilla: its answer, errors, live example and the per-pair and per-type rules. */
+const vanillaDocs: RouteDocs = {
+  response: z.array(VanillaResult),
+  errors: MARKET_POST,
+  live: {
+    body: vanillaExample,
+    constrainItem: (_item, ctx) => [
+      { anyOf: ctx.pairBranches(ctx.served, { inverse: true, prices: ['strike'] }) },
+      {
+        oneOf: [
+          { description: 'CALL and PUT need a strike', required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
+          { description: 'FORWARD (also when vanillaOptionType is absent): strike optional', properties: { vanillaOptionType: { enum: ['FORWARD'], description: 'FORWARD (or absent)' } } },
+        ],
+      },
+    ],
+  },
+};
+
+/** POST vanilla over `markets` (a named fastify-plugin, `vanilla`). */
+export const vanillaRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('vanilla', async (app) => {
     app.post(
       '/api/v1/global/optionValuation/vanilla',
-      { schema: { summary: 'Vanilla option / forward value and Greeks in base currency (1 to 50 items)', body: VanillaBody, querystring: AsOfQuery } },
+      {
+        schema: {
+          summary: 'Vanilla option / forward value and Greeks in base currency (1 to 50 items)',
+          tags: ['valuation'],
+          description: `Vanilla option and forward value and Greeks on the calibrated surface (Black-76 on the expiry's forward, r = 0). Figures are in base currency per the amount (inverse: coin; linear: quote figure / spot). Greek units: vega and vanna per 0.01 vol, volga per 0.01², theta and the other 1-day figures as V(T - 1 day) - V(T), rho per 1 % basis-rate move. ${BATCH50}`,
+          body: VanillaBody,
+          querystring: AsOfQuery,
+          docs: vanillaDocs,
+        },
+      },
       async (req) => {
         const items = req.body;
         const asOf = req.query.asOf;
@@ -92,4 +150,4 @@ export const vanillaRoutes =
         return results;
       },
     );
-  };
+  });
