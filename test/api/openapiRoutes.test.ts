@@ -68,7 +68,7 @@ describe('the OpenAPI document is generated from the registered routes', () => {
   });
 
   it('each route module and the security plugin are named fastify-plugins', () => {
-    const names = ['security', 'health', 'vanilla', 'iv', 'forwardCurve', 'funding', 'surface', 'euBarrier', 'scenarios', 'ivSummary', 'history', 'dashboard', 'stream'];
+    const names = ['security', 'login', 'health', 'vanilla', 'iv', 'forwardCurve', 'funding', 'surface', 'euBarrier', 'scenarios', 'ivSummary', 'history', 'dashboard', 'stream'];
     expect(names.filter((n) => !app.hasPlugin(n))).toEqual([]);
   });
 });
