@@ -118,6 +118,11 @@ export const num = (): z.ZodNumber => z.number();
 /** A nullable number field of a documented response. */
 export const numOrNull = (): z.ZodNullable<z.ZodNumber> => z.number().nullable();
 
+/** `A, B and C` (with `conj` `or`: `A, B or C`): a list in words, as the descriptions write it. */
+export function inWords(xs: readonly string[], conj: 'and' | 'or'): string {
+  return xs.length > 1 ? `${xs.slice(0, -1).join(', ')} ${conj} ${xs.at(-1)}` : xs.join('');
+}
+
 /**
  * `plugin` as a named fastify-plugin (`name` in fastify's plugin metadata and errors; fastify 5.x checked), still
  * encapsulated (`encapsulate: true`): the hooks and plugins a route module registers (compression, preClose)

@@ -37,6 +37,21 @@ export const BarrierTypeValue = z.enum(['UP_AND_OUT', 'DOWN_AND_OUT', 'UP_AND_IN
 /** instrumentType values of the scenario endpoints (interface-spec.md). */
 export const ScenarioInstrumentTypeValue = z.enum(['CALL', 'PUT', 'FORWARD', 'PERPETUAL', 'SPOT']);
 
+/** A field an instrument of the scenario endpoints may need, by its instrumentType. */
+export type ScenarioTypeField = 'volatilityModel' | 'expirationTimestamp' | 'strike';
+/**
+ * The fields each instrumentType needs (interface-spec.md section 5): what src/api/routes/scenarios.ts checks (400
+ * `Required for <type>`) and what the OpenAPI document states (src/api/routes/scenarioDocs.ts). A FORWARD or
+ * PERPETUAL may give a strike (its trade price); SPOT needs none of them.
+ */
+export const SCENARIO_TYPE_NEEDS: Readonly<Record<z.infer<typeof ScenarioInstrumentTypeValue>, readonly ScenarioTypeField[]>> = {
+  CALL: ['volatilityModel', 'expirationTimestamp', 'strike'],
+  PUT: ['volatilityModel', 'expirationTimestamp', 'strike'],
+  FORWARD: ['expirationTimestamp'],
+  PERPETUAL: ['expirationTimestamp'],
+  SPOT: [],
+};
+
 /**
  * POST /api/v1/global/optionValuation/euBarrier item (spec section 1). The enums are the service-wide
  * ones so that an unsupported source, pair or model gets the route's clear 400 ("euBarrier supports only

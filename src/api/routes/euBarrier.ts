@@ -13,7 +13,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Markets } from '../asOf.js';
 import { resolveSource, SOURCE_ALIASES, type Pair, type Source } from '../../domain/markets.js';
-import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
+import { EU_BARRIER_OPTION_TYPES, isDigital, valueEuBarrier } from '../../quant/barrier.js';
 import { expiryPoint, type ExpiryPoint } from '../../cache/expiryPoint.js';
 import type { Clock } from '../../domain/clock.js';
 import {
@@ -26,7 +26,7 @@ import {
 } from '../rules.js';
 import { EuBarrierBody, type EuBarrierItem } from '../scenarioSchemas.js';
 import { AsOfQuery } from '../schemas.js';
-import { BATCH50, MARKET_POST, num, routePlugin, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
+import { BATCH50, inWords, MARKET_POST, num, routePlugin, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
 /** The one source the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A). */
 export const EU_BARRIER_SOURCE: Source = 'DERIBIT';
@@ -41,7 +41,7 @@ export const EU_BARRIER_MODEL = 'SVI' as const;
 /** `DERIBIT (XCHG_A)`: the served source with its alias, as the errors and the documentation name it. */
 const SOURCE_TEXT = `${EU_BARRIER_SOURCE} (${Object.keys(SOURCE_ALIASES).filter((a) => a !== EU_BARRIER_SOURCE && SOURCE_ALIASES[a] === EU_BARRIER_SOURCE).join(', ')})`;
 /** `BTC/USD and ETH/USD`: the served pairs in words. */
-const PAIRS_TEXT = EU_BARRIER_PAIRS.map((p) => `${p.base}/${p.quote}`).join(' and ');
+const PAIRS_TEXT = inWords(EU_BARRIER_PAIRS.map((p) => `${p.base}/${p.quote}`), 'and');
 
 /** euBarrier result item: percent figures per unit of nominal. */
 const EuBarrierResult = z.object({
@@ -73,6 +73,9 @@ function euBarrierExample(ctx: LiveDocContext): unknown {
 
 /** The document's rules on one item: the one model, a branch per served pair (strike and barrier ranges), per-type needs. */
 function euBarrierItemRules(item: JsonSchema, ctx: LiveDocContext): JsonSchema[] {
+  // the types split as the route's check splits them (isDigital)
+  const digitals = EU_BARRIER_OPTION_TYPES.filter(isDigital);
+  const plain = EU_BARRIER_OPTION_TYPES.filter((t) => !isDigital(t));
   const servedHere = ctx.served.filter((p) => p.source === EU_BARRIER_SOURCE && EU_BARRIER_PAIRS.some((q) => q.base === p.pair.base && q.quote === p.pair.quote));
   item.properties.volatilityModel = { ...item.properties.volatilityModel, enum: [EU_BARRIER_MODEL] };
   const pairs = servedHere.length > 0 ? servedHere : EU_BARRIER_PAIRS.map((pair) => ({ source: EU_BARRIER_SOURCE, pair }));
@@ -80,8 +83,8 @@ function euBarrierItemRules(item: JsonSchema, ctx: LiveDocContext): JsonSchema[]
     { anyOf: ctx.pairBranches(pairs, { prices: ['strike', 'barrier'] }) },
     {
       oneOf: [
-        { description: 'CALL, PUT and FORWARD need strike and barrierType', required: ['strike', 'barrierType'], properties: { europeanBarrierOptionType: { enum: ['CALL', 'PUT', 'FORWARD'], description: 'CALL, PUT or FORWARD' } } },
-        { description: 'Digitals: barrier is the strike of the digital; strike and barrierType are ignored', properties: { europeanBarrierOptionType: { enum: ['DIGITAL_CALL', 'DIGITAL_PUT'], description: 'DIGITAL_CALL or DIGITAL_PUT' } } },
+        { description: `${inWords(plain, 'and')} need strike and barrierType`, required: ['strike', 'barrierType'], properties: { europeanBarrierOptionType: { enum: plain, description: inWords(plain, 'or') } } },
+        { description: 'Digitals: barrier is the strike of the digital; strike and barrierType are ignored', properties: { europeanBarrierOptionType: { enum: digitals, description: inWords(digitals, 'or') } } },
       ],
     },
   ];

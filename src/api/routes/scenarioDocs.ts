@@ -5,7 +5,8 @@
  * lines than the route handlers.
  */
 import { z } from 'zod';
-import { BATCH100, MARKET_POST, num, numOrNull, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
+import { SCENARIO_TYPE_NEEDS, ScenarioInstrumentTypeValue } from '../scenarioSchemas.js';
+import { BATCH100, inWords, MARKET_POST, num, numOrNull, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
 /** Fields of every scenario result instrument (spec 5 "Result instrument fields"). */
 const scenarioResultFields = {
@@ -101,14 +102,28 @@ function exampleInstruments(ctx: LiveDocContext) {
 function instrumentRules(_item: JsonSchema, ctx: LiveDocContext): JsonSchema[] {
   return [
     { anyOf: ctx.pairBranches(ctx.served, { inverse: true, prices: ['strike'] }) },
-    {
-      oneOf: [
-        { description: 'CALL and PUT need volatilityModel, expirationTimestamp and strike', required: ['volatilityModel', 'expirationTimestamp', 'strike'], properties: { instrumentType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
-        { description: 'FORWARD and PERPETUAL need expirationTimestamp (strike optional: the trade price)', required: ['expirationTimestamp'], properties: { instrumentType: { enum: ['FORWARD', 'PERPETUAL'], description: 'FORWARD or PERPETUAL' } } },
-        { description: 'SPOT needs none of them', properties: { instrumentType: { enum: ['SPOT'], description: 'SPOT' } } },
-      ],
-    },
+    { oneOf: typeGroups().map(typeBranch) },
   ];
+}
+
+/** The instrumentTypes grouped by the fields they need ({@link SCENARIO_TYPE_NEEDS}), in the enum's order. */
+function typeGroups(): Array<{ types: string[]; needs: readonly string[] }> {
+  const groups: Array<{ types: string[]; needs: readonly string[] }> = [];
+  for (const t of ScenarioInstrumentTypeValue.options) {
+    const needs = SCENARIO_TYPE_NEEDS[t];
+    const g = groups.find((x) => x.needs.join() === needs.join());
+    if (g) g.types.push(t);
+    else groups.push({ types: [t], needs });
+  }
+  return groups;
+}
+
+/** The oneOf branch of one group: its types, the fields they need, in words. */
+function typeBranch({ types, needs }: { types: string[]; needs: readonly string[] }): JsonSchema {
+  const who = inWords(types, 'and');
+  const verb = types.length > 1 ? 'need' : 'needs';
+  const description = needs.length === 0 ? `${who} ${verb} none of them` : `${who} ${verb} ${inWords(needs, 'and')}${needs.includes('strike') ? '' : ' (strike optional: the trade price)'}`;
+  return { description, ...(needs.length > 0 ? { required: [...needs] } : {}), properties: { instrumentType: { enum: types, description: inWords(types, 'or') } } };
 }
 
 /** POST riskScenarios (5a): description. */

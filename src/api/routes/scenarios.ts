@@ -38,8 +38,10 @@ import {
   AdvancedScenariosBody,
   RiskScenariosBody,
   VolRangeScenariosBody,
+  SCENARIO_TYPE_NEEDS,
   type AdvancedScenarioInstrument,
   type ScenarioInstrument,
+  type ScenarioTypeField,
 } from '../scenarioSchemas.js';
 import { routePlugin } from '../routeDefinition.js';
 import { ADVANCED_SCENARIOS_SCHEMA_DOCS, RISK_SCENARIOS_SCHEMA_DOCS, VOL_RANGE_SCENARIOS_SCHEMA_DOCS } from './scenarioDocs.js';
@@ -60,6 +62,8 @@ export interface ResolvedScenarioInstrument {
 
 const PREFIX = (i: number) => `riskScenarioInstruments[${i}].`;
 const isOption = (t: string) => t === 'CALL' || t === 'PUT';
+/** The order in which missing fields are named (SCENARIO_TYPE_NEEDS says which are needed). */
+const CHECK_ORDER: readonly ScenarioTypeField[] = ['volatilityModel', 'strike', 'expirationTimestamp'];
 
 /**
  * Validate every instrument (400 naming all bad items), then resolve each against the cache (503 when its
@@ -108,14 +112,10 @@ function checkScenarioInstruments(errs: DetailCollector, items: readonly AnyInst
     const prefix = PREFIX(i);
     const type = it.instrumentType;
     const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-    if (isOption(type)) {
-      if (it.volatilityModel === undefined) errs.add(`${prefix}volatilityModel`, `Required for ${type}`);
-      if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${type}`);
+    for (const f of CHECK_ORDER) {
+      if (SCENARIO_TYPE_NEEDS[type].includes(f) && it[f] === undefined) errs.add(`${prefix}${f}`, `Required for ${type}`);
     }
-    if (type !== 'SPOT') {
-      if (it.expirationTimestamp === undefined) errs.add(`${prefix}expirationTimestamp`, `Required for ${type}`);
-      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
-    }
+    if (it.expirationTimestamp !== undefined && type !== 'SPOT' && type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
     const inverse = r && type !== 'SPOT' ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
     return { r, inverse };
   });

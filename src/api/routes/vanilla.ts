@@ -23,6 +23,13 @@ import {
 } from '../rules.js';
 import { BATCH50, MARKET_POST, num, routePlugin, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
+/** vanillaOptionType when absent (spec section 2): a forward, whose strike is optional. */
+const DEFAULT_TYPE = 'FORWARD' as const;
+/** The vanillaOptionTypes that need a strike (the route's check and the document's oneOf). */
+const STRIKE_TYPES = ['CALL', 'PUT'] as const;
+/** Whether a vanillaOptionType needs a strike. */
+const needsStrike = (type: string): boolean => (STRIKE_TYPES as readonly string[]).includes(type);
+
 /** Vanilla result item (spec section 2): figures in base currency per the amount. */
 const VanillaResult = z.object({
   instrumentId: z.string(),
@@ -62,8 +69,8 @@ const vanillaDocs: RouteDocs = {
       { anyOf: ctx.pairBranches(ctx.served, { inverse: true, prices: ['strike'] }) },
       {
         oneOf: [
-          { description: 'CALL and PUT need a strike', required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
-          { description: 'FORWARD (also when vanillaOptionType is absent): strike optional', properties: { vanillaOptionType: { enum: ['FORWARD'], description: 'FORWARD (or absent)' } } },
+          { description: `${STRIKE_TYPES.join(' and ')} need a strike`, required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: [...STRIKE_TYPES], description: STRIKE_TYPES.join(' or ') } } },
+          { description: `${DEFAULT_TYPE} (also when vanillaOptionType is absent): strike optional`, properties: { vanillaOptionType: { enum: [DEFAULT_TYPE], description: `${DEFAULT_TYPE} (or absent)` } } },
         ],
       },
     ],
@@ -93,10 +100,10 @@ export const vanillaRoutes = (markets: Markets): FastifyPluginAsyncZod =>
         checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
         const resolved = items.map((it, i) => {
           const prefix = `[${i}].`;
-          const type = it.vanillaOptionType ?? 'FORWARD';
+          const type = it.vanillaOptionType ?? DEFAULT_TYPE;
           const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
           checkExpiry(errs, prefix, it.expirationTimestamp, clock);
-          if ((type === 'CALL' || type === 'PUT') && it.strike === undefined) {
+          if (needsStrike(type) && it.strike === undefined) {
             errs.add(`${prefix}strike`, `Required for ${type}`);
           }
           const inverse = r ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
