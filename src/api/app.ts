@@ -62,6 +62,9 @@ export interface AppOptions {
   readonly history?: HistoryAccess;
 }
 
+/** The data route modules, in registration order (the document lists their operations in this order). */
+const DATA_ROUTES = [vanillaRoutes, ivRoutes, forwardCurveRoutes, fundingRoutes, surfaceRoutes, euBarrierRoutes, scenarioRoutes, ivSummaryRoutes, historyRoutes];
+
 declare module 'fastify' {
   interface FastifyInstance {
     /**
@@ -124,15 +127,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (sessions) await app.register(loginRoutes({ sessions, apiKeys, onReject: security.onReject }));
 
   await app.register(healthRoutes(cache));
-  await app.register(vanillaRoutes(markets));
-  await app.register(ivRoutes(markets));
-  await app.register(forwardCurveRoutes(markets));
-  await app.register(fundingRoutes(markets));
-  await app.register(surfaceRoutes(markets));
-  await app.register(euBarrierRoutes(markets));
-  await app.register(scenarioRoutes(markets));
-  await app.register(ivSummaryRoutes(markets));
-  await app.register(historyRoutes(markets));
+  // each data route module is one named plugin carrying its routes' whole definition (src/api/routeDefinition.ts)
+  for (const routes of DATA_ROUTES) await app.register(routes(markets));
   // the streaming API: WebSocket JSON-RPC /api/v1/ws, SSE /api/v1/stream, /asyncapi.json (docs/streaming.md)
   const hub = opts.stream ?? new StreamHub(cache, { limits: opts.streamLimits ?? {} });
   await app.register(fastifyWebsocket, { options: { maxPayload: hub.limits.maxMessageBytes * 4 } });

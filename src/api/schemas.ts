@@ -17,8 +17,10 @@ export const BaseCurrencyValue = z.enum(BASE_CURRENCIES);
 export const QuoteCurrencyValue = z.enum(QUOTE_CURRENCIES);
 export const VolatilityModelValue = z.enum(VOLATILITY_MODELS);
 
+/** Longest instrumentId accepted, characters. */
+export const MAX_INSTRUMENT_ID_LENGTH = 200;
 /** Caller-defined unique instrument id, echoed in the result. */
-export const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
+export const instrumentId = z.string().min(1, 'Must be a non-empty string').max(MAX_INSTRUMENT_ID_LENGTH, `Must be at most ${MAX_INSTRUMENT_ID_LENGTH} characters`);
 /** A price (strike, barrier), quote currency: 0 < x <= MAX_PRICE (src/api/limits.ts). */
 export const positive = z
   .number('Must be a number')

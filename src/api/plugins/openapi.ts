@@ -23,6 +23,7 @@ import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, TAGS } from './openap
 import { liveOpenApi, type LiveRoutes } from './openapiLive.js';
 import type { RouteDocs } from '../routeDefinition.js';
 import type { MarketCache } from '../../cache/marketCache.js';
+import { EXPIRY_HORIZON_YEARS, MAX_NOTIONAL, MAX_PRICE, MAX_UNIX_TIME_S, MONEYNESS_FACTOR } from '../limits.js';
 
 type JsonSchema = Record<string, unknown>;
 
@@ -102,6 +103,9 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
   return out;
 }
 
+/** 1e9 -> `1e9`: a limit as the document writes it. */
+const sci = (x: number): string => x.toExponential().replace('e+', 'e');
+
 /** Name of the API-key security scheme in `components.securitySchemes` (served only when keys are configured). */
 export const API_KEY_SCHEME = 'ApiKeyAuth';
 
@@ -153,9 +157,10 @@ export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache,
           'IVs are fractions (0.55 = 55 %); T in years ACT/365; Black-76 on the expiry forward with r = 0; prices and strikes in the quote currency. ' +
           'Batch endpoints take a JSON array and answer one result per item carrying its instrumentId. Every error answers the ErrorBody shape. ' +
           '503 means no calibrated data yet or stale data, never a silent stale answer. ' +
-          'Input limits (docs/operations.md "Input limits"): expirationTimestamp from the service clock to 10 years after it (the live window ' +
-          'is stated in this document when it is served); strikes and barriers within 100x of the expiry\'s forward (the per-pair range is ' +
-          'stated in each pair\'s branch) and at most 1e9; amount and size at most 1e9 in absolute value; timestamps at most 4102444800 (2100-01-01). ' +
+          `Input limits (docs/operations.md "Input limits"): expirationTimestamp from the service clock to ${EXPIRY_HORIZON_YEARS} years after it (the live window ` +
+          `is stated in this document when it is served); strikes and barriers within ${MONEYNESS_FACTOR}x of the expiry's forward (the per-pair range is ` +
+          `stated in each pair's branch) and at most ${sci(MAX_PRICE)}; amount and size at most ${sci(MAX_NOTIONAL)} in absolute value; ` +
+          `timestamps at most ${MAX_UNIX_TIME_S} (${new Date(MAX_UNIX_TIME_S * 1000).toISOString().slice(0, 10)}). ` +
           'A method a path does not declare answers 405 with an Allow header.',
         version,
       },

@@ -10,6 +10,7 @@
  */
 import { z } from 'zod';
 import { VOLATILITY_MODELS } from '../../domain/volatilityModels.js';
+import { MAX_INSTRUMENT_ID_LENGTH } from '../schemas.js';
 
 /** Error body of every 4xx/5xx answer (src/api/errors.ts errorBody). */
 export const ErrorBody = z
@@ -59,7 +60,7 @@ export const TAGS = [
  */
 export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   // ---- shared request fields
-  instrumentId: 'Caller-defined unique ID of the item (1 to 200 characters), echoed in its result. For fundingRates: the id of a funding instrument (perpetual), e.g. BTC-PERPETUAL; see fundingInstruments.',
+  instrumentId: `Caller-defined unique ID of the item (1 to ${MAX_INSTRUMENT_ID_LENGTH} characters), echoed in its result. For fundingRates: the id of a funding instrument (perpetual), e.g. BTC-PERPETUAL; see fundingInstruments.`,
   baseCurrency:
     'Base currency (ticker): BTC, ETH, SOL, XRP. Supported pairs: DERIBIT (XCHG_A) BTC/USD, ETH/USD, SOL/USDC, XRP/USDC; OKX (XCHG_B) BTC/USD, ETH/USD; BYBIT (XCHG_C) BTC/USDC, ETH/USDC, SOL/USDC. An unsupported pair is a 400.',
   quoteCurrency: 'Quote currency (ticker): USD, USDC. Prices and strikes are in the quote currency.',

@@ -21,7 +21,7 @@
 import type { MarketCache } from '../../cache/marketCache.js';
 import { SUPPORTED_PAIRS, SOURCE_ALIASES, SOURCES, optionsAreInverse, type Pair, type Source } from '../../domain/markets.js';
 import { SECONDS_PER_YEAR } from '../../domain/time.js';
-import { EXPIRY_HORIZON_S, MAX_PRICE, MONEYNESS_FACTOR } from '../limits.js';
+import { EXPIRY_HORIZON_S, EXPIRY_HORIZON_YEARS, MAX_PRICE, MONEYNESS_FACTOR } from '../limits.js';
 import { errorBody } from '../errors.js';
 import type { ExampleMarket, JsonSchema, LiveDocContext, PairBranchFields, RouteLiveDocs } from '../routeDefinition.js';
 
@@ -213,7 +213,7 @@ export function liveOpenApi(doc: Json, cache: MarketCache, routes: ReadonlyMap<s
         if (ts && !ts.$ref) {
           ts.minimum = window.minimum;
           ts.maximum = window.maximum;
-          ts.description = `${ts.description ?? ''} Accepted window: from the service clock to 10 years after it (the expiry horizon limit). This document states [clock + 1 hour, clock + 10 years] at the time it was served: ${window.minimum} to ${window.maximum}.`.trim();
+          ts.description = `${ts.description ?? ''} Accepted window: from the service clock to ${EXPIRY_HORIZON_YEARS} years after it (the expiry horizon limit). This document states [clock + ${DOC_EXPIRY_MARGIN_S / 3600} hour, clock + ${EXPIRY_HORIZON_YEARS} years] at the time it was served: ${window.minimum} to ${window.maximum}.`.trim();
         }
       });
       const item = itemSchema(media.schema);
