@@ -16,6 +16,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { MarketCache } from '../cache/marketCache.js';
 import type { Pair, Source } from '../domain/markets.js';
+import { MAX_BATCH_ITEMS } from './schemas.js';
+import { MAX_SCENARIO_INSTRUMENTS } from './scenarioSchemas.js';
 
 /** A JSON Schema (OpenAPI 3.0 Schema Object) of the generated document, as plain JSON. */
 export type JsonSchema = Record<string, any>;
@@ -107,11 +109,11 @@ declare module 'fastify' {
 export const MARKET_GET: readonly number[] = [400, 401, 404, 429, 503];
 /** Errors of a market-data POST: those of {@link MARKET_GET}, with 413 (body too large) and 415 (not JSON). */
 export const MARKET_POST: readonly number[] = [400, 401, 404, 413, 415, 429, 503];
-/** Description sentence of the 1-to-50-item batch endpoints. */
-export const BATCH50 = 'The body is a JSON array of 1 to 50 items; the answer is one result per item, in order, each carrying its instrumentId.';
-/** Description sentence of the scenario endpoints (1 to 100 instruments). */
+/** Description sentence of the batch endpoints (1 to {@link MAX_BATCH_ITEMS} items). */
+export const BATCH50 = `The body is a JSON array of 1 to ${MAX_BATCH_ITEMS} items; the answer is one result per item, in order, each carrying its instrumentId.`;
+/** Description sentence of the scenario endpoints (1 to {@link MAX_SCENARIO_INSTRUMENTS} instruments). */
 export const BATCH100 =
-  'riskScenarioInstruments holds 1 to 100 instruments; one result per instrument. Scenario k of -priceRangeSteps..priceRangeSteps shifts spot and forward by k*priceRange/priceRangeSteps (fraction); scenario 0 is the current market.';
+  `riskScenarioInstruments holds 1 to ${MAX_SCENARIO_INSTRUMENTS} instruments; one result per instrument. Scenario k of -priceRangeSteps..priceRangeSteps shifts spot and forward by k*priceRange/priceRangeSteps (fraction); scenario 0 is the current market.`;
 
 /** A number field of a documented response (its description comes from FIELD_DESCRIPTIONS unless given). */
 export const num = (): z.ZodNumber => z.number();

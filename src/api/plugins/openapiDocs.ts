@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { VOLATILITY_MODELS } from '../../domain/volatilityModels.js';
 import { MAX_INSTRUMENT_ID_LENGTH } from '../schemas.js';
+import { MAX_SCENARIO_INSTRUMENTS, MAX_VOL_SHIFTS } from '../scenarioSchemas.js';
 
 /** Error body of every 4xx/5xx answer (src/api/errors.ts errorBody). */
 export const ErrorBody = z
@@ -83,13 +84,13 @@ export const FIELD_DESCRIPTIONS: Readonly<Record<string, string>> = {
   barrier: 'Barrier level, quote currency; must be > 0. For digitals: the strike of the digital.',
   size: 'Position size, base-currency units: positive is LONG, negative is SHORT.',
   instrumentType: 'CALL, PUT, FORWARD, PERPETUAL or SPOT. CALL/PUT need volatilityModel, expirationTimestamp and strike; SPOT needs none of them.',
-  riskScenarioInstruments: 'The portfolio: 1 to 100 instruments. One baseCurrency/quoteCurrency and one source per request is recommended.',
+  riskScenarioInstruments: `The portfolio: 1 to ${MAX_SCENARIO_INSTRUMENTS} instruments. One baseCurrency/quoteCurrency and one source per request is recommended.`,
   riskScenarioParameters: 'Scenario parameters; every member listed for the endpoint is required.',
   priceRangeSteps: 'Number of steps of the price ladder on each side: an integer from 1 to 50. The result has 2*priceRangeSteps + 1 scenario items.',
   priceRange: 'Largest fractional forward-price shift of the ladder, 0 < priceRange < 1 (0.2 = +/-20 %).',
   volRangeUp: 'Upward volatility shift (riskScenarios: absolute, 0.54 with 0.05 gives 0.59; advancedRiskScenarios: relative shock size, see the formula). From 0 to 5.',
   volRangeDown: 'Downward volatility shift (riskScenarios: absolute, 0.54 with 0.05 gives 0.49; advancedRiskScenarios: relative shock size). From 0 to 5.',
-  volShifts: 'Absolute volatility shifts, 1 to 16 numbers from -5 to 5. Shifts -0.2, 0, 0.2, 0.5 on a 60 % vol give scenario vols 0.4, 0.6, 0.8, 1.1 (floored at 0.0001).',
+  volShifts: `Absolute volatility shifts, 1 to ${MAX_VOL_SHIFTS} numbers from -5 to 5. Shifts -0.2, 0, 0.2, 0.5 on a 60 % vol give scenario vols 0.4, 0.6, 0.8, 1.1 (floored at 0.0001).`,
   minVolForShockUp: 'Floor of the up-shocked volatility, from 0 to 5.',
   shortTermVegaPower: 'Exponent of (30 / daysToExpiry) when daysToExpiry < 30, from 0 to 5.',
   longTermVegaPower: 'Exponent of (30 / daysToExpiry) when daysToExpiry >= 30, from 0 to 5.',

@@ -25,7 +25,7 @@ import {
   DetailCollector,
 } from '../rules.js';
 import { EuBarrierBody, type EuBarrierItem } from '../scenarioSchemas.js';
-import { AsOfQuery } from '../schemas.js';
+import { AsOfQuery, MAX_BATCH_ITEMS } from '../schemas.js';
 import { BATCH50, inWords, MARKET_POST, num, routePlugin, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
 /** The one source the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A). */
@@ -100,7 +100,7 @@ export const euBarrierRoutes = (markets: Markets): FastifyPluginAsyncZod =>
       '/api/v1/global/optionValuation/euBarrier',
       {
         schema: {
-          summary: `European barrier (observed at expiry) and digital options: percent price and Greeks, ${EU_BARRIER_SOURCE} ${PAIRS_TEXT}, ${EU_BARRIER_MODEL} (1 to 50 items)`,
+          summary: `European barrier (observed at expiry) and digital options: percent price and Greeks, ${EU_BARRIER_SOURCE} ${PAIRS_TEXT}, ${EU_BARRIER_MODEL} (1 to ${MAX_BATCH_ITEMS} items)`,
           tags: ['valuation'],
           description: `European barrier (barrier observed at expiry) and digital options on ${SOURCE_TEXT} ${PAIRS_TEXT}, ${EU_BARRIER_MODEL} only, priced by static replication on the smile of the expiry. Percent figures per unit of nominal. ${BATCH50}`,
           body: EuBarrierBody,

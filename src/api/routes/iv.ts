@@ -10,7 +10,7 @@ import type { Markets } from '../asOf.js';
 import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
 import { ApiError } from '../errors.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
-import { AsOfQuery, ByDeltaBody, ByStrikeBody } from '../schemas.js';
+import { AsOfQuery, ByDeltaBody, ByStrikeBody, MAX_BATCH_ITEMS } from '../schemas.js';
 import {
   assertServable,
   checkExpiry,
@@ -112,7 +112,7 @@ export async function resolveIvItems<T extends IvItemBase>(markets: Markets, asO
 
 /** The route schema of POST iV/byStrike: summary, tags, description, request, documentation. */
 const byStrikeSchema = {
-  summary: 'Implied volatility at a target strike (1 to 50 items)',
+  summary: `Implied volatility at a target strike (1 to ${MAX_BATCH_ITEMS} items)`,
   tags: ['implied volatility'],
   description: `Implied volatility of the calibrated surface at (expiry, strike); between listed expiries the surface is interpolated linearly in total variance. ${BATCH50}`,
   body: ByStrikeBody,
@@ -122,7 +122,7 @@ const byStrikeSchema = {
 
 /** The route schema of POST iV/byDelta: summary, tags, description, request, documentation. */
 const byDeltaSchema = {
-  summary: 'Implied volatility at a target (forward Black call) delta (1 to 50 items)',
+  summary: `Implied volatility at a target (forward Black call) delta (1 to ${MAX_BATCH_ITEMS} items)`,
   tags: ['implied volatility'],
   description: `Implied volatility at the strike whose plain forward Black-76 CALL delta N(d1) equals the target (solved on the smile, no premium adjustment; 0.75 is the 25-delta put strike). ${BATCH50}`,
   body: ByDeltaBody,

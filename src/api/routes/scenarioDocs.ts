@@ -5,7 +5,7 @@
  * lines than the route handlers.
  */
 import { z } from 'zod';
-import { SCENARIO_TYPE_NEEDS, ScenarioInstrumentTypeValue } from '../scenarioSchemas.js';
+import { MAX_VOL_SHIFTS, SCENARIO_TYPE_NEEDS, ScenarioInstrumentTypeValue } from '../scenarioSchemas.js';
 import { BATCH100, inWords, MARKET_POST, num, numOrNull, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
 /** Fields of every scenario result instrument (spec 5 "Result instrument fields"). */
@@ -142,7 +142,7 @@ const riskScenariosDocs: RouteDocs = {
 };
 
 /** POST volRangeRiskScenarios (5b): description. */
-const VOL_RANGE_SCENARIOS_DESCRIPTION = `Risk scenarios for a list of absolute volatility shifts (at most 16); every measure is a map keyed volScenario<n>, n the position of the shift in volShifts. ${BATCH100}`;
+const VOL_RANGE_SCENARIOS_DESCRIPTION = `Risk scenarios for a list of absolute volatility shifts (at most ${MAX_VOL_SHIFTS}); every measure is a map keyed volScenario<n>, n the position of the shift in volShifts. ${BATCH100}`;
 /** POST volRangeRiskScenarios (5b): answer, errors, live example and instrument rules. */
 const volRangeScenariosDocs: RouteDocs = {
   response: VolRangeResults,

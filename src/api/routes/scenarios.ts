@@ -38,6 +38,8 @@ import {
   AdvancedScenariosBody,
   RiskScenariosBody,
   VolRangeScenariosBody,
+  MAX_SCENARIO_INSTRUMENTS,
+  MAX_VOL_SHIFTS,
   SCENARIO_TYPE_NEEDS,
   type AdvancedScenarioInstrument,
   type ScenarioInstrument,
@@ -282,7 +284,7 @@ export const scenarioRoutes = (markets: Markets): FastifyPluginAsyncZod =>
   routePlugin('scenarios', async (app) => {
     app.post(
       '/api/v1/global/scenarios/riskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', ...RISK_SCENARIOS_SCHEMA_DOCS, body: RiskScenariosBody, querystring: AsOfQuery } },
+      { schema: { summary: `Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to ${MAX_SCENARIO_INSTRUMENTS} instruments)`, ...RISK_SCENARIOS_SCHEMA_DOCS, body: RiskScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
@@ -299,7 +301,7 @@ export const scenarioRoutes = (markets: Markets): FastifyPluginAsyncZod =>
 
     app.post(
       '/api/v1/global/scenarios/volRangeRiskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', ...VOL_RANGE_SCENARIOS_SCHEMA_DOCS, body: VolRangeScenariosBody, querystring: AsOfQuery } },
+      { schema: { summary: `Risk scenarios: price ladder x a list of absolute vol shifts (1 to ${MAX_SCENARIO_INSTRUMENTS} instruments, at most ${MAX_VOL_SHIFTS} shifts)`, ...VOL_RANGE_SCENARIOS_SCHEMA_DOCS, body: VolRangeScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
@@ -328,7 +330,7 @@ export const scenarioRoutes = (markets: Markets): FastifyPluginAsyncZod =>
       '/api/v1/global/scenarios/advancedRiskScenarios',
       {
         schema: {
-          summary: 'Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to 100 instruments)',
+          summary: `Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to ${MAX_SCENARIO_INSTRUMENTS} instruments)`,
           ...ADVANCED_SCENARIOS_SCHEMA_DOCS,
           body: AdvancedScenariosBody,
           querystring: AsOfQuery,

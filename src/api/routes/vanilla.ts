@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Markets } from '../asOf.js';
 import { valueVanilla } from '../../quant/vanilla.js';
 import type { Pair, Source } from '../../domain/markets.js';
-import { AsOfQuery, VanillaBody } from '../schemas.js';
+import { AsOfQuery, MAX_BATCH_ITEMS, VanillaBody } from '../schemas.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
 import {
   assertServable,
@@ -84,7 +84,7 @@ export const vanillaRoutes = (markets: Markets): FastifyPluginAsyncZod =>
       '/api/v1/global/optionValuation/vanilla',
       {
         schema: {
-          summary: 'Vanilla option / forward value and Greeks in base currency (1 to 50 items)',
+          summary: `Vanilla option / forward value and Greeks in base currency (1 to ${MAX_BATCH_ITEMS} items)`,
           tags: ['valuation'],
           description: `Vanilla option and forward value and Greeks on the calibrated surface (Black-76 on the expiry's forward, r = 0). Figures are in base currency per the amount (inverse: coin; linear: quote figure / spot). Greek units: vega and vanna per 0.01 vol, volga per 0.01², theta and the other 1-day figures as V(T - 1 day) - V(T), rho per 1 % basis-rate move. ${BATCH50}`,
           body: VanillaBody,
