@@ -62,13 +62,22 @@ export interface AppOptions {
   readonly history?: HistoryAccess;
 }
 
+/** The data route modules, in registration order (the document lists their operations in this order). */
+const DATA_ROUTES = [vanillaRoutes, ivRoutes, forwardCurveRoutes, fundingRoutes, surfaceRoutes, euBarrierRoutes, scenarioRoutes, ivSummaryRoutes, historyRoutes];
+
 declare module 'fastify' {
   interface FastifyInstance {
     /**
      * Every route registered on the app, in order (method, pattern), from the first: what the access test
-     * (test/security/access.test.ts) walks so that no route escapes the key check.
+     * (test/security/access.test.ts) walks so that no route escapes the key check, and the OpenAPI test
+     * (test/api/openapiRoutes.test.ts) so that no route escapes the document.
      */
-    readonly registeredRoutes: ReadonlyArray<{ readonly method: string; readonly url: string }>;
+    readonly registeredRoutes: ReadonlyArray<{
+      readonly method: string;
+      readonly url: string;
+      /** Left out of the OpenAPI document (`schema.hide`: static files, the dashboard page, login, the WebSocket upgrade). */
+      readonly hidden: boolean;
+    }>;
   }
 }
 
@@ -88,10 +97,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  const routes: Array<{ method: string; url: string }> = [];
+  const routes: Array<{ method: string; url: string; hidden: boolean }> = [];
   app.decorate('registeredRoutes', routes);
   app.addHook('onRoute', (r) => {
-    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: String(method), url: r.url });
+    const hidden = r.schema?.hide === true;
+    for (const method of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: String(method), url: r.url, hidden });
   });
   installErrorHandling(app);
   const apiKeys = opts.security?.apiKeys ?? [];
@@ -117,15 +127,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   if (sessions) await app.register(loginRoutes({ sessions, apiKeys, onReject: security.onReject }));
 
   await app.register(healthRoutes(cache));
-  await app.register(vanillaRoutes(markets));
-  await app.register(ivRoutes(markets));
-  await app.register(forwardCurveRoutes(markets));
-  await app.register(fundingRoutes(markets));
-  await app.register(surfaceRoutes(markets));
-  await app.register(euBarrierRoutes(markets));
-  await app.register(scenarioRoutes(markets));
-  await app.register(ivSummaryRoutes(markets));
-  await app.register(historyRoutes(markets));
+  // each data route module is one named plugin carrying its routes' whole definition (src/api/routeDefinition.ts)
+  for (const routes of DATA_ROUTES) await app.register(routes(markets));
   // the streaming API: WebSocket JSON-RPC /api/v1/ws, SSE /api/v1/stream, /asyncapi.json (docs/streaming.md)
   const hub = opts.stream ?? new StreamHub(cache, { limits: opts.streamLimits ?? {} });
   await app.register(fastifyWebsocket, { options: { maxPayload: hub.limits.maxMessageBytes * 4 } });

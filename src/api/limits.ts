@@ -22,6 +22,8 @@ import { SECONDS_PER_YEAR } from '../domain/time.js';
 
 /** Longest time to expiry the API accepts, seconds: 10 years of 365 days. */
 export const EXPIRY_HORIZON_S = 10 * SECONDS_PER_YEAR;
+/** {@link EXPIRY_HORIZON_S} in years (of 365 days), as the messages and the OpenAPI document state it. */
+export const EXPIRY_HORIZON_YEARS = EXPIRY_HORIZON_S / SECONDS_PER_YEAR;
 /** Largest Unix time (seconds) any timestamp field accepts: 2100-01-01T00:00:00Z. */
 export const MAX_UNIX_TIME_S = 4_102_444_800;
 /** Largest strike or barrier, quote currency. */

@@ -18,7 +18,7 @@ import {
 import type { VolatilityModel } from '../cache/snapshot.js';
 import type { MarketCache } from '../cache/marketCache.js';
 import { ApiError, badRequest, type ErrorDetail } from './errors.js';
-import { EXPIRY_HORIZON_S, MONEYNESS_FACTOR } from './limits.js';
+import { EXPIRY_HORIZON_S, EXPIRY_HORIZON_YEARS, MONEYNESS_FACTOR } from './limits.js';
 
 /** Collects item errors of one request. */
 export class DetailCollector {
@@ -72,7 +72,7 @@ export function checkExpiry(errs: DetailCollector, prefix: string, expirationTim
     const max = Math.floor(now + EXPIRY_HORIZON_S);
     errs.add(
       `${prefix}expirationTimestamp`,
-      `Must be at most 10 years (${EXPIRY_HORIZON_S} s, the expiry horizon limit) after the current time: <= ${max} = ${iso(max)}`,
+      `Must be at most ${EXPIRY_HORIZON_YEARS} years (${EXPIRY_HORIZON_S} s, the expiry horizon limit) after the current time: <= ${max} = ${iso(max)}`,
     );
   }
 }

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import {
   BaseCurrencyValue,
   instrumentId,
+  MAX_BATCH_ITEMS,
   notional,
   positive,
   PriceMethodValue,
@@ -18,6 +19,11 @@ import {
   timestampS,
   VolatilityModelValue,
 } from './schemas.js';
+
+/** Most instruments of a scenario portfolio (riskScenarioInstruments; spec "Limits"). */
+export const MAX_SCENARIO_INSTRUMENTS = 100;
+/** Most volatility shifts of volRangeRiskScenarios (volShifts). */
+export const MAX_VOL_SHIFTS = 16;
 
 /** Batch of 1..max items. */
 function batch<T extends z.ZodType>(item: T, max: number) {
@@ -36,6 +42,21 @@ export const EuBarrierOptionTypeValue = z.enum(['CALL', 'PUT', 'FORWARD', 'DIGIT
 export const BarrierTypeValue = z.enum(['UP_AND_OUT', 'DOWN_AND_OUT', 'UP_AND_IN', 'DOWN_AND_IN']);
 /** instrumentType values of the scenario endpoints (interface-spec.md). */
 export const ScenarioInstrumentTypeValue = z.enum(['CALL', 'PUT', 'FORWARD', 'PERPETUAL', 'SPOT']);
+
+/** A field an instrument of the scenario endpoints may need, by its instrumentType. */
+export type ScenarioTypeField = 'volatilityModel' | 'expirationTimestamp' | 'strike';
+/**
+ * The fields each instrumentType needs (interface-spec.md section 5): what src/api/routes/scenarios.ts checks (400
+ * `Required for <type>`) and what the OpenAPI document states (src/api/routes/scenarioDocs.ts). A FORWARD or
+ * PERPETUAL may give a strike (its trade price); SPOT needs none of them.
+ */
+export const SCENARIO_TYPE_NEEDS: Readonly<Record<z.infer<typeof ScenarioInstrumentTypeValue>, readonly ScenarioTypeField[]>> = {
+  CALL: ['volatilityModel', 'expirationTimestamp', 'strike'],
+  PUT: ['volatilityModel', 'expirationTimestamp', 'strike'],
+  FORWARD: ['expirationTimestamp'],
+  PERPETUAL: ['expirationTimestamp'],
+  SPOT: [],
+};
 
 /**
  * POST /api/v1/global/optionValuation/euBarrier item (spec section 1). The enums are the service-wide
@@ -56,7 +77,7 @@ export const EuBarrierItem = z.object({
   barrier: positive,
 });
 export type EuBarrierItem = z.infer<typeof EuBarrierItem>;
-export const EuBarrierBody = batch(EuBarrierItem, 50);
+export const EuBarrierBody = batch(EuBarrierItem, MAX_BATCH_ITEMS);
 
 /** Instrument fields shared by the three scenario endpoints (spec section 5, "Request instrument fields"). */
 const scenarioInstrumentFields = {
@@ -110,9 +131,9 @@ export const RiskScenarioParameters = z.object({
 export const VolRangeScenarioParameters = z.object({
   ...ladder,
   volShifts: z
-    .array(between(-5, 5), 'Must be an array of 1 to 16 numbers')
-    .min(1, 'Must hold 1 to 16 shifts')
-    .max(16, 'Must hold 1 to 16 shifts'),
+    .array(between(-5, 5), `Must be an array of 1 to ${MAX_VOL_SHIFTS} numbers`)
+    .min(1, `Must hold 1 to ${MAX_VOL_SHIFTS} shifts`)
+    .max(MAX_VOL_SHIFTS, `Must hold 1 to ${MAX_VOL_SHIFTS} shifts`),
 });
 
 /** riskScenarioParameters of advancedRiskScenarios (spec 5c). */
@@ -127,7 +148,7 @@ export const AdvancedScenarioParameters = z.object({
 
 function scenarioBody<I extends z.ZodType, P extends z.ZodType>(instrument: I, params: P) {
   return z.object({
-    riskScenarioInstruments: batch(instrument, 100),
+    riskScenarioInstruments: batch(instrument, MAX_SCENARIO_INSTRUMENTS),
     riskScenarioParameters: params,
   });
 }

@@ -17,8 +17,12 @@ export const BaseCurrencyValue = z.enum(BASE_CURRENCIES);
 export const QuoteCurrencyValue = z.enum(QUOTE_CURRENCIES);
 export const VolatilityModelValue = z.enum(VOLATILITY_MODELS);
 
+/** Most items of a batch body (vanilla, euBarrier, iV/byStrike, iV/byDelta; spec "Limits"). */
+export const MAX_BATCH_ITEMS = 50;
+/** Longest instrumentId accepted, characters. */
+export const MAX_INSTRUMENT_ID_LENGTH = 200;
 /** Caller-defined unique instrument id, echoed in the result. */
-export const instrumentId = z.string().min(1, 'Must be a non-empty string').max(200, 'Must be at most 200 characters');
+export const instrumentId = z.string().min(1, 'Must be a non-empty string').max(MAX_INSTRUMENT_ID_LENGTH, `Must be at most ${MAX_INSTRUMENT_ID_LENGTH} characters`);
 /** A price (strike, barrier), quote currency: 0 < x <= MAX_PRICE (src/api/limits.ts). */
 export const positive = z
   .number('Must be a number')
@@ -65,7 +69,7 @@ export const VanillaItem = z.object({
   volatilityModel: VolatilityModelValue,
 });
 export type VanillaItem = z.infer<typeof VanillaItem>;
-export const VanillaBody = batch(VanillaItem, 50);
+export const VanillaBody = batch(VanillaItem, MAX_BATCH_ITEMS);
 
 /** POST /api/v1/global/data/iV/byStrike item (spec section 4). */
 export const ByStrikeItem = z.object({
@@ -78,7 +82,7 @@ export const ByStrikeItem = z.object({
   strike: positive,
 });
 export type ByStrikeItem = z.infer<typeof ByStrikeItem>;
-export const ByStrikeBody = batch(ByStrikeItem, 50);
+export const ByStrikeBody = batch(ByStrikeItem, MAX_BATCH_ITEMS);
 
 /**
  * POST /api/v1/global/data/iV/byDelta item (spec section 3). The target is a forward Black CALL
@@ -94,7 +98,7 @@ export const ByDeltaItem = z.object({
   delta: z.number().finite().gt(0.01, 'Must be > 0.01').lt(0.99, 'Must be < 0.99 (a call delta; 0.75 is the 25-delta put)'),
 });
 export type ByDeltaItem = z.infer<typeof ByDeltaItem>;
-export const ByDeltaBody = batch(ByDeltaItem, 50);
+export const ByDeltaBody = batch(ByDeltaItem, MAX_BATCH_ITEMS);
 
 /**
  * `asOf` of every data endpoint (issue 24; src/api/asOf.ts): answer from what was served at that time, Unix seconds

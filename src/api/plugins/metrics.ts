@@ -52,6 +52,8 @@ function metricsRoute(app: FastifyInstance, metrics: ServiceMetrics, auth: Metri
           'When METRICS_KEY is set it needs header `Authorization: Bearer <METRICS_KEY>`; otherwise, when API keys are configured, an API key ' +
           '(`Authorization: Bearer <key>` or `X-API-Key`) or a dashboard session.',
         tags: ['monitoring'],
+        // Prometheus text (its content type with version and charset: metrics.contentType); 401 under its guard
+        docs: { responseContentType: 'text/plain', errors: [401] },
       },
     },
     async (_req, reply) => {

@@ -4,7 +4,8 @@
  * (@fastify/swagger-ui).
  *
  * The transform adds, for the document only (route validation and serialization are untouched):
- * - the 200 response schema and description of each route (src/api/plugins/openapiDocs.ts ROUTE_DOCS);
+ * - the 200 response schema of each route, from the `docs` of the route's own schema (src/api/routeDefinition.ts
+ *   RouteDocs; its summary, tags and description are read by @fastify/swagger from the same schema);
  * - the error responses the route can give, each with the one error body `ErrorBody` (a $ref) and the
  *   decisions.md meaning of the status;
  * - a description for every request/response property that has none of its own (FIELD_DESCRIPTIONS), and
@@ -18,21 +19,17 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, ROUTE_DOCS, TAGS } from './openapiDocs.js';
-import { liveOpenApi } from './openapiLive.js';
+import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, TAGS } from './openapiDocs.js';
+import { liveOpenApi, type LiveRoutes } from './openapiLive.js';
+import type { RouteDocs } from '../routeDefinition.js';
 import type { MarketCache } from '../../cache/marketCache.js';
+import { EXPIRY_HORIZON_YEARS, MAX_NOTIONAL, MAX_PRICE, MAX_UNIX_TIME_S, MONEYNESS_FACTOR } from '../limits.js';
 
 type JsonSchema = Record<string, unknown>;
 
 /** Where the document and the docs UI are served. */
 export const OPENAPI_JSON_PATH = '/openapi.json';
 export const DOCS_PATH = '/docs';
-
-/** `GET /x` key of a route, as in ROUTE_DOCS. */
-function routeKey(method: unknown, url: string): string {
-  const m = Array.isArray(method) ? String(method[0]) : String(method);
-  return `${m.toUpperCase()} ${url}`;
-}
 
 /**
  * Fill `description` of every property (recursively) that has none, from FIELD_DESCRIPTIONS; give array
@@ -59,7 +56,7 @@ export function fillDescriptions(schema: unknown, name?: string): unknown {
   return s;
 }
 
-/** Default errors of a route without a ROUTE_DOCS entry. */
+/** Default errors of a route whose schema has no `docs`. */
 function defaultErrors(url: string, method: string, schema: JsonSchema): number[] {
   const out: number[] = [];
   if (schema.querystring || schema.body || schema.params) out.push(400);
@@ -71,12 +68,14 @@ function defaultErrors(url: string, method: string, schema: JsonSchema): number[
 
 type TransformInput = Parameters<typeof jsonSchemaTransform>[0];
 
-/** The swagger `transform`: documentation responses, then jsonSchemaTransform, then descriptions. */
+/**
+ * The swagger `transform`: the responses of the route's own `docs` (its schema), then jsonSchemaTransform, then
+ * descriptions. `docs` itself is not part of the document.
+ */
 export function documentedTransform(doc: TransformInput): ReturnType<typeof jsonSchemaTransform> {
-  const schema = (doc.schema ?? {}) as JsonSchema;
-  if (schema.hide) return jsonSchemaTransform(doc);
+  const { docs: info, ...schema } = (doc.schema ?? {}) as JsonSchema & { docs?: RouteDocs };
+  if (schema.hide) return jsonSchemaTransform({ ...doc, schema } as TransformInput);
   const method = String(Array.isArray(doc.route?.method) ? doc.route.method[0] : doc.route?.method ?? 'GET').toUpperCase();
-  const info = ROUTE_DOCS[routeKey(method, doc.url)];
   const response: Record<string, unknown> = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
   if (!response['200']) {
     const contentType = info?.responseContentType ?? 'application/json';
@@ -89,12 +88,7 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
       response[String(code)] = { description: ERROR_STATUS_TEXT[code] ?? 'Error', content: { 'application/json': { schema: ErrorBody } } };
     }
   }
-  const withDocs: JsonSchema = {
-    ...schema,
-    response,
-    ...(info && !schema.tags ? { tags: [...info.tags] } : {}),
-    ...(info?.description && !schema.description ? { description: info.description } : {}),
-  };
+  const withDocs: JsonSchema = { ...schema, response };
   const out = jsonSchemaTransform({ ...doc, schema: withDocs } as TransformInput);
   const t = out.schema as JsonSchema;
   for (const part of ['querystring', 'body', 'params', 'headers'] as const) if (t[part]) fillDescriptions(t[part]);
@@ -108,6 +102,9 @@ export function documentedTransform(doc: TransformInput): ReturnType<typeof json
   }
   return out;
 }
+
+/** 1e9 -> `1e9`: a limit as the document writes it. */
+const sci = (x: number): string => x.toExponential().replace('e+', 'e');
 
 /** Name of the API-key security scheme in `components.securitySchemes` (served only when keys are configured). */
 export const API_KEY_SCHEME = 'ApiKeyAuth';
@@ -144,7 +141,8 @@ export function withApiKeySecurity(doc: Record<string, unknown>): Record<string,
 /**
  * Register @fastify/swagger (with the documentation transform), /openapi.json and the /docs UI on `app`.
  * With `cache`, every copy of the document served (/openapi.json, and the one the /docs page loads) carries
- * the live expiry window, per-pair ranges and working examples of src/api/plugins/openapiLive.ts. With
+ * the live expiry window (src/api/plugins/openapiLive.ts) and the per-pair ranges and working examples each route
+ * declares in its schema's `docs.live` (collected here as the routes are registered). With
  * `apiKeyRequired` (API keys configured) it also declares the `X-API-Key` scheme ({@link withApiKeySecurity}).
  */
 export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache, version = '0.1.0', apiKeyRequired = false): Promise<void> {
@@ -159,9 +157,10 @@ export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache,
           'IVs are fractions (0.55 = 55 %); T in years ACT/365; Black-76 on the expiry forward with r = 0; prices and strikes in the quote currency. ' +
           'Batch endpoints take a JSON array and answer one result per item carrying its instrumentId. Every error answers the ErrorBody shape. ' +
           '503 means no calibrated data yet or stale data, never a silent stale answer. ' +
-          'Input limits (docs/operations.md "Input limits"): expirationTimestamp from the service clock to 10 years after it (the live window ' +
-          'is stated in this document when it is served); strikes and barriers within 100x of the expiry\'s forward (the per-pair range is ' +
-          'stated in each pair\'s branch) and at most 1e9; amount and size at most 1e9 in absolute value; timestamps at most 4102444800 (2100-01-01). ' +
+          `Input limits (docs/operations.md "Input limits"): expirationTimestamp from the service clock to ${EXPIRY_HORIZON_YEARS} years after it (the live window ` +
+          `is stated in this document when it is served); strikes and barriers within ${MONEYNESS_FACTOR}x of the expiry's forward (the per-pair range is ` +
+          `stated in each pair's branch) and at most ${sci(MAX_PRICE)}; amount and size at most ${sci(MAX_NOTIONAL)} in absolute value; ` +
+          `timestamps at most ${MAX_UNIX_TIME_S} (${new Date(MAX_UNIX_TIME_S * 1000).toISOString().slice(0, 10)}). ` +
           'A method a path does not declare answers 405 with an Allow header.',
         version,
       },
@@ -170,8 +169,15 @@ export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache,
     transform: documentedTransform,
     transformObject: jsonSchemaTransformObject,
   });
+  // the live parts each route declares (its schema's docs.live), by the operation they belong to
+  const liveRoutes: LiveRoutes = new Map();
+  app.addHook('onRoute', (r) => {
+    const liveDocs = r.schema?.docs?.live;
+    if (!liveDocs) return;
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) liveRoutes.set(`${String(m).toLowerCase()} ${r.url}`, liveDocs);
+  });
   const live = (doc: Record<string, unknown>) => {
-    const out = cache ? liveOpenApi(doc, cache) : doc;
+    const out = cache ? liveOpenApi(doc, cache, liveRoutes) : doc;
     return apiKeyRequired ? withApiKeySecurity(out) : out;
   };
   await app.register(swaggerUi, {

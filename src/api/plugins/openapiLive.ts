@@ -6,13 +6,14 @@
  * - the expiry window of every `expirationTimestamp` of a request body: minimum = the service clock + 1 hour
  *   (so that a request valid against a freshly fetched document stays valid for an hour; the service itself
  *   accepts any time >= now), maximum = clock + 10 years (src/api/limits.ts);
- * - per (source, pair) the service serves (anyOf, one branch per pair and each source alias): the pair, the
- *   `inverse` flag it needs, and the strike/barrier range that the moneyness rule accepts at EVERY expiry of
- *   the window (the forward curve's range over the window, with a factor 2 of room for the market to move);
- * - which fields each option / instrument type needs (oneOf on the type);
- * - working `example`s: request bodies on a listed expiry about a month away with an at-the-money strike of
- *   the live forward (so that "Try it out" in /docs succeeds against the running service), query parameter
- *   examples, and an example of the error body with the real status code of each error response.
+ * - an example of the error body with the real status code of each error response;
+ * - what each route declares in its schema's `docs.live` (src/api/routeDefinition.ts RouteLiveDocs), given the
+ *   {@link LiveDocContext} built here: per (source, pair) the route serves, an anyOf branch with the pair, the
+ *   `inverse` flag it needs, and the strike/barrier range that the moneyness rule accepts at EVERY expiry of the
+ *   window (the forward curve's range over the window, with a factor 2 of room for the market to move); which
+ *   fields each option / instrument type needs; working `example`s of request bodies (on a listed expiry about a
+ *   month away with an at-the-money strike of the live forward, so that "Try it out" in /docs succeeds against the
+ *   running service) and of query parameters.
  *
  * Source: OpenAPI 3.0.3 specification (Schema Object: allOf/anyOf/oneOf, minimum/maximum, example; Media
  * Type Object: example; Parameter Object: example).
@@ -20,11 +21,14 @@
 import type { MarketCache } from '../../cache/marketCache.js';
 import { SUPPORTED_PAIRS, SOURCE_ALIASES, SOURCES, optionsAreInverse, type Pair, type Source } from '../../domain/markets.js';
 import { SECONDS_PER_YEAR } from '../../domain/time.js';
-import { EXPIRY_HORIZON_S, MAX_PRICE, MONEYNESS_FACTOR } from '../limits.js';
+import { EXPIRY_HORIZON_S, EXPIRY_HORIZON_YEARS, MAX_PRICE, MONEYNESS_FACTOR } from '../limits.js';
 import { errorBody } from '../errors.js';
-import { EU_BARRIER_PAIRS } from '../routes/euBarrier.js';
+import type { ExampleMarket, JsonSchema, LiveDocContext, PairBranchFields, RouteLiveDocs } from '../routeDefinition.js';
 
-type Json = Record<string, any>;
+type Json = JsonSchema;
+
+/** The live parts the routes declared, by operation: `<method lower case> <url>` as in the document's paths. */
+export type LiveRoutes = Map<string, RouteLiveDocs>;
 
 /** Margin of the document's expiry minimum over the service clock, seconds. */
 export const DOC_EXPIRY_MARGIN_S = 3600;
@@ -73,7 +77,7 @@ function servedPairs(cache: MarketCache): Array<{ source: Source; pair: Pair }> 
 }
 
 /** One anyOf branch per served (source, pair): the pair, the inverse flag, the strike (and barrier) range. */
-function pairBranches(cache: MarketCache, pairs: ReadonlyArray<{ source: Source; pair: Pair }>, fields: { inverse?: boolean; prices: readonly string[] }): Json[] {
+function pairBranches(cache: MarketCache, pairs: ReadonlyArray<{ readonly source: Source; readonly pair: Pair }>, fields: PairBranchFields): Json[] {
   return pairs.map(({ source, pair }) => {
     const props: Json = {
       source: { enum: aliases(source), description: `${source} or its alias` },
@@ -97,15 +101,6 @@ function nice(x: number): number {
   return Number((Math.round(x / step) * step).toPrecision(2));
 }
 
-/** The example market: a served pair, an expiry about a month away, its forward. */
-interface ExampleMarket {
-  readonly source: Source;
-  readonly pair: Pair;
-  readonly expiry: number;
-  readonly forward: number;
-  readonly now: number;
-}
-
 /** The Friday 08:00 UTC at least `minDays` days after `nowS` (Deribit's weekly expiry time). */
 function fridayExpiry(nowS: number, minDays: number): number {
   const d = new Date((nowS + minDays * 86400) * 1000);
@@ -125,73 +120,22 @@ function exampleMarket(cache: MarketCache, source: Source, pair: Pair): ExampleM
   return { source, pair, expiry, forward, now };
 }
 
-/** Request body and query examples of every route, keyed `METHOD url`. */
-function examples(cache: MarketCache): { bodies: Record<string, unknown>; queries: Record<string, Record<string, string | number>> } {
-  const pairs = servedPairs(cache);
-  const main = pairs.find((p) => p.source === 'DERIBIT' && p.pair.base === 'BTC') ?? pairs[0]!;
-  const m = exampleMarket(cache, main.source, main.pair);
-  const b = exampleMarket(cache, 'DERIBIT', EU_BARRIER_PAIRS[0]!);
-  const pair = { baseCurrency: m.pair.base, quoteCurrency: m.pair.quote };
-  const K = nice(m.forward);
-  const vanilla = { instrumentId: 'c1', ...pair, amount: 1, vanillaOptionType: 'CALL', source: m.source, priceMethod: m.source, expirationTimestamp: m.expiry, strike: K, volatilityModel: 'SVI' };
-  const scen = { instrumentId: 'r1', size: 2, ...pair, source: m.source, priceMethod: m.source, instrumentType: 'CALL', volatilityModel: 'SVI', expirationTimestamp: m.expiry, strike: K };
-  const { priceMethod: _pm, ...advanced } = scen;
-  const fut = { instrumentId: 'f1', size: -1, ...pair, source: m.source, instrumentType: 'FORWARD', expirationTimestamp: m.expiry };
-  const { priceMethod: _fm, ...advancedFut } = { ...fut, priceMethod: m.source };
-  const q = { source: m.source, ...pair };
-  const now = Math.floor(m.now);
+/** What the routes' live documentation is given (src/api/routeDefinition.ts LiveDocContext), at the clock and market of `cache`. */
+function liveContext(cache: MarketCache): LiveDocContext {
+  const served = servedPairs(cache);
+  const main = served.find((p) => p.source === 'DERIBIT' && p.pair.base === 'BTC') ?? served[0]!;
+  const market = exampleMarket(cache, main.source, main.pair);
   return {
-    bodies: {
-      'POST /api/v1/global/optionValuation/vanilla': [vanilla, { ...vanilla, instrumentId: 'p1', vanillaOptionType: 'PUT', strike: nice(m.forward * 0.9) }, { ...vanilla, instrumentId: 'f1', vanillaOptionType: 'FORWARD' }],
-      'POST /api/v1/global/data/iV/byStrike': [{ instrumentId: 'k1', ...pair, source: m.source, volatilityModel: 'SVI', expirationTimestamp: m.expiry, strike: K }],
-      'POST /api/v1/global/data/iV/byDelta': [
-        { instrumentId: 'd25c', ...pair, source: m.source, volatilityModel: 'SVI', expirationTimestamp: m.expiry, delta: 0.25 },
-        { instrumentId: 'd25p', ...pair, source: m.source, volatilityModel: 'SVI', expirationTimestamp: m.expiry, delta: 0.75 },
-      ],
-      'POST /api/v1/global/optionValuation/euBarrier': [
-        {
-          instrumentId: 'b1',
-          baseCurrency: b.pair.base,
-          quoteCurrency: b.pair.quote,
-          source: 'DERIBIT',
-          volatilityModel: 'SVI',
-          europeanBarrierOptionType: 'CALL',
-          expirationTimestamp: b.expiry,
-          strike: nice(b.forward),
-          barrierType: 'UP_AND_OUT',
-          barrier: nice(b.forward * 1.2),
-        },
-        { instrumentId: 'b2', baseCurrency: b.pair.base, quoteCurrency: b.pair.quote, source: 'DERIBIT', volatilityModel: 'SVI', europeanBarrierOptionType: 'DIGITAL_CALL', expirationTimestamp: b.expiry, barrier: nice(b.forward * 1.1) },
-      ],
-      'POST /api/v1/global/scenarios/riskScenarios': {
-        riskScenarioInstruments: [scen, { ...fut, priceMethod: m.source }],
-        riskScenarioParameters: { priceRangeSteps: 4, priceRange: 0.2, volRangeUp: 0.05, volRangeDown: 0.05 },
-      },
-      'POST /api/v1/global/scenarios/volRangeRiskScenarios': {
-        riskScenarioInstruments: [scen, { ...fut, priceMethod: m.source }],
-        riskScenarioParameters: { priceRangeSteps: 4, priceRange: 0.2, volShifts: [-0.2, 0, 0.2, 0.5] },
-      },
-      'POST /api/v1/global/scenarios/advancedRiskScenarios': {
-        riskScenarioInstruments: [advanced, advancedFut],
-        riskScenarioParameters: { priceRangeSteps: 4, priceRange: 0.16, volRangeUp: 0.5, volRangeDown: 0.25, minVolForShockUp: 0.5, shortTermVegaPower: 0.3, longTermVegaPower: 0.13 },
-      },
-    },
-    queries: {
-      'GET /api/v1/global/data/surface': { ...q, volatilityModel: 'SVI' },
-      'GET /api/v1/global/data/iVSummary': { ...q, volatilityModel: 'SVI' },
-      'GET /api/v1/global/data/iVSummary/history': { ...q, volatilityModel: 'SVI', interval: '1h', constMat: '1M' },
-      'GET /api/v1/global/data/surface/history': { ...q, volatilityModel: 'SVI', interval: '1h' },
-      'GET /api/v1/global/data/forwardCurve': q,
-      'GET /api/v1/global/data/fundingInstruments': { source: m.source },
-      'GET /api/v1/global/data/fundingRates': {
-        source: m.source,
-        instrumentId: cache.funding.instruments(m.source).find((i) => i.pair.base === m.pair.base)?.instrumentId ?? `${m.pair.base}-PERPETUAL`,
-        startTime: now - 86400,
-        endTime: now,
-      },
-      'GET /dashboard/api/state': { ...q, model: 'SVI' },
-      'GET /api/v1/stream': { channels: `surface.${m.source}.${m.pair.base}-${m.pair.quote}.SVI,iv_summary.${m.source}.${m.pair.base}-${m.pair.quote}.SVI,status` },
-    },
+    cache,
+    served,
+    market,
+    pair: { baseCurrency: market.pair.base, quoteCurrency: market.pair.quote },
+    pairQuery: { source: market.source, baseCurrency: market.pair.base, quoteCurrency: market.pair.quote },
+    strike: nice(market.forward),
+    now: Math.floor(market.now),
+    exampleMarket: (source, pair) => exampleMarket(cache, source, pair),
+    pairBranches: (pairs, fields) => pairBranches(cache, pairs, fields),
+    nice,
   };
 }
 
@@ -225,35 +169,43 @@ function itemSchema(body: Json | undefined): Json | undefined {
   return body.properties?.riskScenarioInstruments?.items as Json | undefined;
 }
 
+/** The example body of each error response of `op`, with its real status code. */
+function errorExamples(op: Json): void {
+  for (const [code, res] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
+    const status = Number(code);
+    const media = res.content?.['application/json'];
+    if (status >= 400 && media) {
+      const e = ERROR_EXAMPLES[status] ?? { message: 'error' };
+      media.example = errorBody(status, e.message, e.details);
+    }
+  }
+}
+
+/** The query parameters of `op` with the route's live examples and schema members. */
+function liveParameters(op: Json, docs: RouteLiveDocs | undefined, ctx: LiveDocContext): void {
+  const examples = docs?.query?.(ctx) ?? {};
+  const schemas = docs?.parameterSchemas?.(ctx) ?? {};
+  for (const p of (op.parameters ?? []) as Json[]) {
+    const v = examples[p.name];
+    if (v !== undefined) p.example = v;
+    if (schemas[p.name]) p.schema = { ...p.schema, ...schemas[p.name] };
+  }
+}
+
 /**
- * Fill the live parts (see the module docstring) into `doc`, a copy of the generated OpenAPI document, at
- * the clock and market of `cache`. Mutates and returns `doc`.
+ * Fill the live parts (see the module docstring) into `doc`, a copy of the generated OpenAPI document, at the clock
+ * and market of `cache`, with what each route declared (`routes`: src/api/plugins/openapi.ts collects them as the
+ * routes are registered). Mutates and returns `doc`.
  */
-export function liveOpenApi(doc: Json, cache: MarketCache): Json {
+export function liveOpenApi(doc: Json, cache: MarketCache, routes: ReadonlyMap<string, RouteLiveDocs> = new Map()): Json {
   const now = cache.clock.now();
   const window = { minimum: Math.ceil(now) + DOC_EXPIRY_MARGIN_S, maximum: Math.floor(now) + EXPIRY_HORIZON_S };
-  const served = servedPairs(cache);
-  const ex = examples(cache);
+  const ctx = liveContext(cache);
   for (const [url, ops] of Object.entries((doc.paths ?? {}) as Record<string, Json>)) {
     for (const [method, op] of Object.entries(ops as Record<string, Json>)) {
-      const key = `${method.toUpperCase()} ${url}`;
-      for (const [code, res] of Object.entries((op.responses ?? {}) as Record<string, Json>)) {
-        const status = Number(code);
-        const media = res.content?.['application/json'];
-        if (status >= 400 && media) {
-          const e = ERROR_EXAMPLES[status] ?? { message: 'error' };
-          media.example = errorBody(status, e.message, e.details);
-        }
-      }
-      for (const p of (op.parameters ?? []) as Json[]) {
-        const v = ex.queries[key]?.[p.name];
-        if (v !== undefined) p.example = v;
-        if (key === 'GET /api/v1/global/data/fundingRates' && p.name === 'instrumentId') {
-          // the funding instruments held now (an id of another source, or one not listed yet, is a 404)
-          const ids = [...new Set(served.flatMap(({ source }) => cache.funding.instruments(source).map((i) => i.instrumentId)))].sort();
-          if (ids.length > 0) p.schema = { ...p.schema, enum: ids };
-        }
-      }
+      const docs = routes.get(`${method.toLowerCase()} ${url}`);
+      errorExamples(op);
+      liveParameters(op, docs, ctx);
       const media = op.requestBody?.content?.['application/json'] as Json | undefined;
       if (!media?.schema) continue;
       walk(media.schema, (o) => {
@@ -261,66 +213,14 @@ export function liveOpenApi(doc: Json, cache: MarketCache): Json {
         if (ts && !ts.$ref) {
           ts.minimum = window.minimum;
           ts.maximum = window.maximum;
-          ts.description = `${ts.description ?? ''} Accepted window: from the service clock to 10 years after it (the expiry horizon limit). This document states [clock + 1 hour, clock + 10 years] at the time it was served: ${window.minimum} to ${window.maximum}.`.trim();
+          ts.description = `${ts.description ?? ''} Accepted window: from the service clock to ${EXPIRY_HORIZON_YEARS} years after it (the expiry horizon limit). This document states [clock + ${DOC_EXPIRY_MARGIN_S / 3600} hour, clock + ${EXPIRY_HORIZON_YEARS} years] at the time it was served: ${window.minimum} to ${window.maximum}.`.trim();
         }
       });
-      constrainItems(key, itemSchema(media.schema), cache, served);
-      if (ex.bodies[key] !== undefined) media.example = ex.bodies[key];
+      const item = itemSchema(media.schema);
+      if (item?.properties && docs?.constrainItem) item.allOf = [...((item.allOf as Json[] | undefined) ?? []), ...docs.constrainItem(item, ctx)];
+      const example = docs?.body?.(ctx);
+      if (example !== undefined) media.example = example;
     }
   }
   return doc;
-}
-
-/** Per-route pair branches and per-type requirements (see the module docstring). */
-function constrainItems(key: string, item: Json | undefined, cache: MarketCache, served: ReadonlyArray<{ source: Source; pair: Pair }>): void {
-  if (!item || !item.properties) return;
-  const allOf: Json[] = [];
-  switch (key) {
-    case 'POST /api/v1/global/optionValuation/vanilla':
-      allOf.push({ anyOf: pairBranches(cache, served, { inverse: true, prices: ['strike'] }) });
-      allOf.push({
-        oneOf: [
-          { description: 'CALL and PUT need a strike', required: ['vanillaOptionType', 'strike'], properties: { vanillaOptionType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
-          { description: 'FORWARD (also when vanillaOptionType is absent): strike optional', properties: { vanillaOptionType: { enum: ['FORWARD'], description: 'FORWARD (or absent)' } } },
-        ],
-      });
-      break;
-    case 'POST /api/v1/global/data/iV/byStrike':
-      allOf.push({ anyOf: pairBranches(cache, served, { prices: ['strike'] }) });
-      break;
-    case 'POST /api/v1/global/data/iV/byDelta':
-      allOf.push({ anyOf: pairBranches(cache, served, { prices: [] }) });
-      break;
-    case 'POST /api/v1/global/optionValuation/euBarrier': {
-      const deribit = served.filter((p) => p.source === 'DERIBIT' && EU_BARRIER_PAIRS.some((q) => q.base === p.pair.base && q.quote === p.pair.quote));
-      item.properties.volatilityModel = { ...item.properties.volatilityModel, enum: ['SVI'] };
-      allOf.push({ anyOf: pairBranches(cache, deribit.length > 0 ? deribit : EU_BARRIER_PAIRS.map((pair) => ({ source: 'DERIBIT' as const, pair })), { prices: ['strike', 'barrier'] }) });
-      allOf.push({
-        oneOf: [
-          { description: 'CALL, PUT and FORWARD need strike and barrierType', required: ['strike', 'barrierType'], properties: { europeanBarrierOptionType: { enum: ['CALL', 'PUT', 'FORWARD'], description: 'CALL, PUT or FORWARD' } } },
-          { description: 'Digitals: barrier is the strike of the digital; strike and barrierType are ignored', properties: { europeanBarrierOptionType: { enum: ['DIGITAL_CALL', 'DIGITAL_PUT'], description: 'DIGITAL_CALL or DIGITAL_PUT' } } },
-        ],
-      });
-      break;
-    }
-    case 'POST /api/v1/global/scenarios/riskScenarios':
-    case 'POST /api/v1/global/scenarios/volRangeRiskScenarios':
-    case 'POST /api/v1/global/scenarios/advancedRiskScenarios':
-      if (key.endsWith('advancedRiskScenarios') && item.properties.priceMethod) {
-        // zod's z.undefined() has no JSON Schema: state that the field must be absent
-        item.properties.priceMethod = { not: {}, description: "Not a field of advancedRiskScenarios: must be absent (each instrument is valued with its source's own method)." };
-      }
-      allOf.push({ anyOf: pairBranches(cache, served, { inverse: true, prices: ['strike'] }) });
-      allOf.push({
-        oneOf: [
-          { description: 'CALL and PUT need volatilityModel, expirationTimestamp and strike', required: ['volatilityModel', 'expirationTimestamp', 'strike'], properties: { instrumentType: { enum: ['CALL', 'PUT'], description: 'CALL or PUT' } } },
-          { description: 'FORWARD and PERPETUAL need expirationTimestamp (strike optional: the trade price)', required: ['expirationTimestamp'], properties: { instrumentType: { enum: ['FORWARD', 'PERPETUAL'], description: 'FORWARD or PERPETUAL' } } },
-          { description: 'SPOT needs none of them', properties: { instrumentType: { enum: ['SPOT'], description: 'SPOT' } } },
-        ],
-      });
-      break;
-    default:
-      return;
-  }
-  item.allOf = [...((item.allOf as Json[] | undefined) ?? []), ...allOf];
 }

@@ -25,11 +25,12 @@
  * Body size (413) and JSON-only (415) are fastify options of src/api/app.ts.
  *
  * Register it right after the error handler and before any route:
- * `await app.register(securityPlugin, options)`. It is not encapsulated (skip-override), so its
+ * `await app.register(securityPlugin, options)`. It is not encapsulated (fastify-plugin), so its
  * hooks apply to the whole application.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
 import fastifyCookie from '@fastify/cookie';
 import rateLimit from '@fastify/rate-limit';
 import underPressure from '@fastify/under-pressure';
@@ -304,9 +305,8 @@ function rateLimited(req: FastifyRequest, authRequired: boolean): boolean {
   return req.method === 'POST' && req.routeOptions.url === LOGIN_PATH;
 }
 
-// Not encapsulated: the hooks apply to every route of the application (what fastify-plugin does).
-(plugin as unknown as Record<symbol, boolean>)[Symbol.for('skip-override')] = true;
-(plugin as unknown as Record<symbol, string>)[Symbol.for('fastify.display-name')] = 'security';
-
-/** The security plugin (see the module docstring). */
-export const securityPlugin = plugin;
+/**
+ * The security plugin (see the module docstring), named `security`. Not encapsulated (fastify-plugin): its hooks
+ * apply to every route of the application.
+ */
+export const securityPlugin = fp(plugin, { name: 'security', fastify: '5.x' });

@@ -25,6 +25,8 @@ import { constants as zlibConstants, createGzip } from 'node:zlib';
 import fastifyCompress from '@fastify/compress';
 import fastifyStatic from '@fastify/static';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { routePlugin } from '../routeDefinition.js';
+import { DASHBOARD_HISTORY_SCHEMA_DOCS, DASHBOARD_STATE_SCHEMA_DOCS, DASHBOARD_STREAM_SCHEMA_DOCS } from './dashboardDocs.js';
 import { z } from 'zod';
 import { DIFF_HORIZON_S, DIFF_TOLERANCE_S, type IvSummary } from '../../cache/history.js';
 import type { MarketCache } from '../../cache/marketCache.js';
@@ -96,9 +98,9 @@ function historyPointOf(r: Row): HistoryPoint {
   };
 }
 
-export const dashboardRoutes =
-  (monitoring: Monitoring, opts: DashboardRouteOptions = {}): FastifyPluginAsyncZod =>
-  async (app) => {
+/** The dashboard page, its assets and data routes (a named fastify-plugin, `dashboard`; documentation: ./dashboardDocs.ts). */
+export const dashboardRoutes = (monitoring: Monitoring, opts: DashboardRouteOptions = {}): FastifyPluginAsyncZod =>
+  routePlugin('dashboard', async (app) => {
     const data = new DashboardData(monitoring, opts.markets);
     const pushIntervalMs = opts.pushIntervalMs ?? 1000;
     const streams = new Map<ServerResponse, () => void>();
@@ -118,7 +120,7 @@ export const dashboardRoutes =
     app.get('/', { schema: { hide: true } }, (_req, reply) => reply.type('text/html; charset=utf-8').sendFile('index.html', DASHBOARD_PUBLIC_DIR));
     app.get('/dashboard', { schema: { hide: true } }, (_req, reply) => reply.redirect('/'));
 
-    app.get('/dashboard/api/state', { schema: { summary: 'Dashboard state (JSON), live or as of a past time', querystring: DashboardAsOfQuery } }, async (req, reply) => {
+    app.get('/dashboard/api/state', { schema: { summary: 'Dashboard state (JSON), live or as of a past time', ...DASHBOARD_STATE_SCHEMA_DOCS, querystring: DashboardAsOfQuery } }, async (req, reply) => {
       const sel = data.select(req.query);
       const { asOf } = req.query;
       if (asOf !== undefined && !sel) throw new ApiError(404, 'nothing to show as of a past time: no market is known yet');
@@ -130,7 +132,7 @@ export const dashboardRoutes =
 
     app.get(
       '/dashboard/api/history',
-      { schema: { summary: 'Held 24 h history (ATM, 25D/10D RR and BF) of one expiry or constant maturity, for the dashboard', querystring: DashboardHistoryQuery } },
+      { schema: { summary: 'Held 24 h history (ATM, 25D/10D RR and BF) of one expiry or constant maturity, for the dashboard', ...DASHBOARD_HISTORY_SCHEMA_DOCS, querystring: DashboardHistoryQuery } },
       async (req) => {
         const sel = data.select(req.query);
         if (req.query.expiry === undefined && req.query.constMat === undefined) {
@@ -144,7 +146,7 @@ export const dashboardRoutes =
 
     app.get(
       '/dashboard/api/stream',
-      { schema: { summary: 'Live dashboard state pushed as Server-Sent Events (full state, then changes)', querystring: DashboardStreamQuery }, config: { metrics: false } },
+      { schema: { summary: 'Live dashboard state pushed as Server-Sent Events (full state, then changes)', ...DASHBOARD_STREAM_SCHEMA_DOCS, querystring: DashboardStreamQuery }, config: { metrics: false } },
       (req, reply) => {
         const q = req.query;
         data.select(q); // 400 before the stream opens
@@ -170,7 +172,7 @@ export const dashboardRoutes =
       streams.clear();
       done();
     });
-  };
+  });
 
 /** The dashboard's states and series: live (one build per selection and version), or as served at a past time. */
 class DashboardData {

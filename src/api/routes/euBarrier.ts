@@ -10,9 +10,10 @@
  * missing or stale.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Markets } from '../asOf.js';
-import { resolveSource, type Pair } from '../../domain/markets.js';
-import { isDigital, valueEuBarrier } from '../../quant/barrier.js';
+import { resolveSource, SOURCE_ALIASES, type Pair, type Source } from '../../domain/markets.js';
+import { EU_BARRIER_OPTION_TYPES, isDigital, valueEuBarrier } from '../../quant/barrier.js';
 import { expiryPoint, type ExpiryPoint } from '../../cache/expiryPoint.js';
 import type { Clock } from '../../domain/clock.js';
 import {
@@ -24,24 +25,87 @@ import {
   DetailCollector,
 } from '../rules.js';
 import { EuBarrierBody, type EuBarrierItem } from '../scenarioSchemas.js';
-import { AsOfQuery } from '../schemas.js';
+import { AsOfQuery, MAX_BATCH_ITEMS } from '../schemas.js';
+import { BATCH50, inWords, MARKET_POST, num, routePlugin, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
+/** The one source the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A). */
+export const EU_BARRIER_SOURCE: Source = 'DERIBIT';
 /** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
 export const EU_BARRIER_PAIRS: readonly Pair[] = [
   { base: 'BTC', quote: 'USD' },
   { base: 'ETH', quote: 'USD' },
 ];
+/** The one volatility model the euBarrier endpoint prices on (static replication on the SVI smile). */
+export const EU_BARRIER_MODEL = 'SVI' as const;
 
-export const euBarrierRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** `DERIBIT (XCHG_A)`: the served source with its alias, as the errors and the documentation name it. */
+const SOURCE_TEXT = `${EU_BARRIER_SOURCE} (${Object.keys(SOURCE_ALIASES).filter((a) => a !== EU_BARRIER_SOURCE && SOURCE_ALIASES[a] === EU_BARRIER_SOURCE).join(', ')})`;
+/** `BTC/USD and ETH/USD`: the served pairs in words. */
+const PAIRS_TEXT = inWords(EU_BARRIER_PAIRS.map((p) => `${p.base}/${p.quote}`), 'and');
+
+/** euBarrier result item: percent figures per unit of nominal. */
+const EuBarrierResult = z.object({
+  instrumentId: z.string(),
+  observationTimestamp: num(),
+  impliedVolatility: num().describe(
+    'Volatility on the strike for CALL, PUT, FORWARD; volatility on the barrier for DIGITAL_CALL, DIGITAL_PUT; fraction',
+  ),
+  spotPrice: num(),
+  forwardPrice: num(),
+  percentPrice: num(),
+  percentDelta: num(),
+  percentGamma: num(),
+  percentVega: num(),
+  percentTheta: num(),
+  percentVolga: num(),
+  percentVanna: num(),
+});
+
+/** Example batch on the first served pair: an up-and-out CALL at the money, and a DIGITAL_CALL 10 % above the forward. */
+function euBarrierExample(ctx: LiveDocContext): unknown {
+  const b = ctx.exampleMarket(EU_BARRIER_SOURCE, EU_BARRIER_PAIRS[0]!);
+  const common = { baseCurrency: b.pair.base, quoteCurrency: b.pair.quote, source: EU_BARRIER_SOURCE, volatilityModel: EU_BARRIER_MODEL };
+  return [
+    { instrumentId: 'b1', ...common, europeanBarrierOptionType: 'CALL', expirationTimestamp: b.expiry, strike: ctx.nice(b.forward), barrierType: 'UP_AND_OUT', barrier: ctx.nice(b.forward * 1.2) },
+    { instrumentId: 'b2', ...common, europeanBarrierOptionType: 'DIGITAL_CALL', expirationTimestamp: b.expiry, barrier: ctx.nice(b.forward * 1.1) },
+  ];
+}
+
+/** The document's rules on one item: the one model, a branch per served pair (strike and barrier ranges), per-type needs. */
+function euBarrierItemRules(item: JsonSchema, ctx: LiveDocContext): JsonSchema[] {
+  // the types split as the route's check splits them (isDigital)
+  const digitals = EU_BARRIER_OPTION_TYPES.filter(isDigital);
+  const plain = EU_BARRIER_OPTION_TYPES.filter((t) => !isDigital(t));
+  const servedHere = ctx.served.filter((p) => p.source === EU_BARRIER_SOURCE && EU_BARRIER_PAIRS.some((q) => q.base === p.pair.base && q.quote === p.pair.quote));
+  item.properties.volatilityModel = { ...item.properties.volatilityModel, enum: [EU_BARRIER_MODEL] };
+  const pairs = servedHere.length > 0 ? servedHere : EU_BARRIER_PAIRS.map((pair) => ({ source: EU_BARRIER_SOURCE, pair }));
+  return [
+    { anyOf: ctx.pairBranches(pairs, { prices: ['strike', 'barrier'] }) },
+    {
+      oneOf: [
+        { description: `${inWords(plain, 'and')} need strike and barrierType`, required: ['strike', 'barrierType'], properties: { europeanBarrierOptionType: { enum: plain, description: inWords(plain, 'or') } } },
+        { description: 'Digitals: barrier is the strike of the digital; strike and barrierType are ignored', properties: { europeanBarrierOptionType: { enum: digitals, description: inWords(digitals, 'or') } } },
+      ],
+    },
+  ];
+}
+
+/** Documentation of POST euBarrier: its answer, errors, live example and rules. */
+const euBarrierDocs: RouteDocs = { response: z.array(EuBarrierResult), errors: MARKET_POST, live: { body: euBarrierExample, constrainItem: euBarrierItemRules } };
+
+/** POST euBarrier over `markets` (a named fastify-plugin, `euBarrier`). */
+export const euBarrierRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('euBarrier', async (app) => {
     app.post(
       '/api/v1/global/optionValuation/euBarrier',
       {
         schema: {
-          summary: 'European barrier (observed at expiry) and digital options: percent price and Greeks, DERIBIT BTC/USD and ETH/USD, SVI (1 to 50 items)',
+          summary: `European barrier (observed at expiry) and digital options: percent price and Greeks, ${EU_BARRIER_SOURCE} ${PAIRS_TEXT}, ${EU_BARRIER_MODEL} (1 to ${MAX_BATCH_ITEMS} items)`,
+          tags: ['valuation'],
+          description: `European barrier (barrier observed at expiry) and digital options on ${SOURCE_TEXT} ${PAIRS_TEXT}, ${EU_BARRIER_MODEL} only, priced by static replication on the smile of the expiry. Percent figures per unit of nominal. ${BATCH50}`,
           body: EuBarrierBody,
           querystring: AsOfQuery,
+          docs: euBarrierDocs,
         },
       },
       async (req) => {
@@ -53,12 +117,12 @@ export const euBarrierRoutes =
 
         const cache = await markets.at(
           asOf,
-          items.map((it) => ({ source: 'DERIBIT' as const, pair: { base: it.baseCurrency, quote: it.quoteCurrency } as Pair, model: 'SVI' as const })),
+          items.map((it) => ({ source: EU_BARRIER_SOURCE, pair: { base: it.baseCurrency, quote: it.quoteCurrency } as Pair, model: EU_BARRIER_MODEL })),
         );
         const points = items.map((it) => {
           const pair: Pair = { base: it.baseCurrency, quote: it.quoteCurrency };
-          assertServable(cache, 'DERIBIT', pair, 'SVI');
-          return expiryPoint(cache.getSurface('DERIBIT', pair, 'SVI')!, it.expirationTimestamp);
+          assertServable(cache, EU_BARRIER_SOURCE, pair, EU_BARRIER_MODEL);
+          return expiryPoint(cache.getSurface(EU_BARRIER_SOURCE, pair, EU_BARRIER_MODEL)!, it.expirationTimestamp);
         });
         checkEuBarrierMoneyness(errs, items, points);
         errs.throwIfAny('request');
@@ -72,24 +136,24 @@ export const euBarrierRoutes =
         return results;
       },
     );
-  };
+  });
 
 /**
- * The checks of the items before any surface is read: ids used once; DERIBIT, BTC/USD or ETH/USD, SVI; expiry not
- * before now; strike and barrierType given for CALL, PUT, FORWARD (ignored for digitals).
+ * The checks of the items before any surface is read: ids used once; {@link EU_BARRIER_SOURCE}, one of
+ * {@link EU_BARRIER_PAIRS}, {@link EU_BARRIER_MODEL}; expiry not before now; strike and barrierType given for CALL, PUT, FORWARD (ignored for digitals).
  */
 function checkEuBarrierItems(errs: DetailCollector, items: readonly EuBarrierItem[], clock: Clock): void {
   checkUniqueIds(errs, items.map((it) => it.instrumentId), (i) => `[${i}].`);
   items.forEach((it, i) => {
     const prefix = `[${i}].`;
-    if (resolveSource(it.source) !== 'DERIBIT') {
-      errs.add(`${prefix}source`, `euBarrier supports only DERIBIT (XCHG_A), got ${it.source}`);
+    if (resolveSource(it.source) !== EU_BARRIER_SOURCE) {
+      errs.add(`${prefix}source`, `euBarrier supports only ${SOURCE_TEXT}, got ${it.source}`);
     }
     if (!EU_BARRIER_PAIRS.some((p) => p.base === it.baseCurrency && p.quote === it.quoteCurrency)) {
-      errs.add(`${prefix}baseCurrency`, `euBarrier supports only BTC/USD and ETH/USD, got ${it.baseCurrency}/${it.quoteCurrency}`);
+      errs.add(`${prefix}baseCurrency`, `euBarrier supports only ${PAIRS_TEXT}, got ${it.baseCurrency}/${it.quoteCurrency}`);
     }
-    if (it.volatilityModel !== 'SVI') {
-      errs.add(`${prefix}volatilityModel`, `euBarrier supports only SVI, got ${it.volatilityModel}`);
+    if (it.volatilityModel !== EU_BARRIER_MODEL) {
+      errs.add(`${prefix}volatilityModel`, `euBarrier supports only ${EU_BARRIER_MODEL}, got ${it.volatilityModel}`);
     }
     checkExpiry(errs, prefix, it.expirationTimestamp, clock);
     if (!isDigital(it.europeanBarrierOptionType)) {

@@ -4,25 +4,69 @@
  * or before `asOf`, read from the history store (every funding point the service held is written there).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { resolveSource, type Source } from '../../domain/markets.js';
 import type { Markets } from '../asOf.js';
 import { fundingBetween, fundingInstrumentsAsOf } from '../../history/reads.js';
 import { ApiError, badRequest } from '../errors.js';
 import { FundingInstrumentsQuery, FundingRatesQuery } from '../schemas.js';
+import { MARKET_GET, num, numOrNull, routePlugin, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
 /** Most points one fundingRates answer holds (spec "Limits"). */
 export const MAX_FUNDING_POINTS = 200;
 
-export const fundingRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** GET fundingRates answer: at most {@link MAX_FUNDING_POINTS} points, newest first. */
+const FundingRatesResult = z.array(z.object({ interest: num(), timestamp: num() })).max(MAX_FUNDING_POINTS);
+
+/** GET fundingInstruments answer. */
+const FundingInstrumentsResult = z.array(
+  z.object({
+    instrumentId: z.string(),
+    source: z.string(),
+    baseCurrency: z.string(),
+    quoteCurrency: z.string(),
+    intervalHours: num(),
+    points: num(),
+    firstTimestamp: numOrNull(),
+    lastTimestamp: numOrNull(),
+  }),
+);
+
+/** The funding instruments held now of every served source, sorted (an id of another source, or one not listed yet, is a 404). */
+function heldInstrumentIds(ctx: LiveDocContext): string[] {
+  return [...new Set(ctx.served.flatMap(({ source }) => ctx.cache.funding.instruments(source).map((i) => i.instrumentId)))].sort();
+}
+
+/** Documentation of GET fundingRates: the last day of the example market's perpetual; instrumentId among those held. */
+const fundingRatesDocs: RouteDocs = {
+  response: FundingRatesResult,
+  errors: MARKET_GET,
+  live: {
+    query: ({ cache, market: m, now }) => ({
+      source: m.source,
+      instrumentId: cache.funding.instruments(m.source).find((i) => i.pair.base === m.pair.base)?.instrumentId ?? `${m.pair.base}-PERPETUAL`,
+      startTime: now - 86400,
+      endTime: now,
+    }),
+    parameterSchemas: (ctx): Record<string, JsonSchema> => {
+      const ids = heldInstrumentIds(ctx);
+      return ids.length > 0 ? { instrumentId: { enum: ids } } : {};
+    },
+  },
+};
+
+/** GET fundingRates and GET fundingInstruments over `markets` (a named fastify-plugin, `funding`). */
+export const fundingRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('funding', async (app) => {
     app.get(
       '/api/v1/global/data/fundingRates',
       {
         schema: {
-          summary: 'Funding rates of a perpetual for a period, newest first (at most 200: the latest)',
+          summary: `Funding rates of a perpetual for a period, newest first (at most ${MAX_FUNDING_POINTS}: the latest)`,
+          tags: ['market data'],
+          description: `Funding rates of a perpetual settled in [startTime, endTime], newest first. At most ${MAX_FUNDING_POINTS} elements: with more points in the range the ${MAX_FUNDING_POINTS} latest are returned. startTime > endTime is a 400; an unknown instrumentId a 404 naming the known ones.`,
           querystring: FundingRatesQuery,
+          docs: fundingRatesDocs,
         },
       },
       async (req) => fundingRates(markets, req.query),
@@ -33,12 +77,15 @@ export const fundingRoutes =
       {
         schema: {
           summary: 'Funding instruments (perpetuals) of a source with their funding interval and history span',
+          tags: ['market data'],
+          description: 'The funding instruments (perpetuals) of a source, with their funding interval and the span of history held.',
           querystring: FundingInstrumentsQuery,
+          docs: { response: FundingInstrumentsResult, errors: [400, 401, 429, 503], live: { query: (ctx) => ({ source: ctx.market.source }) } },
         },
       },
       async (req) => fundingInstruments(markets, req.query),
     );
-  };
+  });
 
 /** GET fundingRates: the points of the period, from the history store with `asOf`, else from the live cache. */
 async function fundingRates(markets: Markets, q: z.infer<typeof FundingRatesQuery>) {

@@ -25,6 +25,7 @@ import { ivSummarySeriesSql, surfaceSeries } from '../../history/reads.js';
 import type { HistoryStore } from '../../history/store.js';
 import { IV_SERIES_FIELDS, ivSummarySeriesText } from '../../history/seriesText.js';
 import { IV_SUMMARY_CONST_MATS } from '../../cache/history.js';
+import { MARKET_GET, num, numOrNull, routePlugin, type RouteDocs } from '../routeDefinition.js';
 
 /** Most rows one iVSummary/history answer holds (30 days at 1 minute of one constant maturity is 43 200). */
 export const MAX_SERIES_ROWS = 100_000;
@@ -75,10 +76,15 @@ function resolveRange(markets: Markets, q: z.infer<typeof HistoryRangeQuery>, pe
   return { store, ref, from, to, intervalS };
 }
 
+/** Content type of a series answer with format=csv (with `; charset=utf-8` on the wire). */
+const CSV_TYPE = 'text/csv';
+/** Content type of a series answer with format=parquet. */
+const PARQUET_TYPE = 'application/vnd.apache.parquet';
+
 /** Content type and file name of a series answer in `format`. */
 function sendAs(reply: Reply, format: string, name: string): void {
-  if (format === 'csv') reply.header('content-type', 'text/csv; charset=utf-8');
-  if (format === 'parquet') reply.header('content-type', 'application/vnd.apache.parquet');
+  if (format === 'csv') reply.header('content-type', `${CSV_TYPE}; charset=utf-8`);
+  if (format === 'parquet') reply.header('content-type', PARQUET_TYPE);
   if (format !== 'json') reply.header('content-disposition', `attachment; filename="${name}.${format}"`);
 }
 
@@ -130,16 +136,93 @@ async function surfaceSeriesAnswer(q: z.infer<typeof HistoryRangeQuery>, range: 
   return parquet(store, `SELECT * FROM (VALUES ${rows.map((r) => `(${r.map(lit).join(',')})`).join(',')}) t(${header.map((h) => `"${h}"`).join(', ')})`);
 }
 
-/** The series routes (module docstring) over `markets` (its history store; 404 without one). */
-export const historyRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** 100 000 -> `100 000`: a limit as the descriptions write it. */
+const spaced = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
+
+/** GET iVSummary/history answer with format=json. */
+const IvSummaryHistoryResult = z.object({
+  source: z.string(),
+  baseCurrency: z.string(),
+  quoteCurrency: z.string(),
+  volatilityModel: z.string(),
+  interval: z.string().describe('One point per interval: 1m, 5m, 1h or 1d'),
+  from: num().describe('Start of the range, Unix seconds'),
+  to: num().describe('End of the range, Unix seconds'),
+  points: z
+    .array(
+      z.object({
+        observationTimestamp: num().describe('Observation time of the surface the figures are of, Unix seconds (the first stored in its interval)'),
+        sequence: num().describe('Sequence of that surface'),
+        constMat: z.enum(IV_SUMMARY_CONST_MATS),
+        expirationTimestamp: num().describe('observationTimestamp + the constant maturity, Unix seconds'),
+        atmVol: numOrNull().describe('Forward ATM vol, fraction'),
+        delta25Skew: numOrNull().describe('25-delta risk reversal vol(call) - vol(put), fraction'),
+        delta10Skew: numOrNull().describe('10-delta risk reversal, fraction'),
+        delta25Bfly: numOrNull().describe('25-delta butterfly (vol(call) + vol(put)) / 2 - ATM, fraction'),
+        delta10Bfly: numOrNull().describe('10-delta butterfly, fraction'),
+      }),
+    )
+    .describe('Oldest first; per time, the constant maturities in label order'),
+});
+
+/** GET surface/history answer with format=json. */
+const SurfaceHistoryResult = z.object({
+  source: z.string(),
+  baseCurrency: z.string(),
+  quoteCurrency: z.string(),
+  volatilityModel: z.string(),
+  interval: z.string().describe('One surface per interval: 1m, 5m, 1h or 1d'),
+  from: num().describe('Start of the range, Unix seconds'),
+  to: num().describe('End of the range, Unix seconds'),
+  surfaces: z
+    .array(
+      z.object({
+        observationTimestamp: num().describe('Observation time of the surface, Unix seconds (the first stored in its interval)'),
+        sequence: num().describe('Its sequence'),
+        spotPrice: num().describe('Spot index, quote currency'),
+        expiries: z
+          .array(
+            z.object({
+              expirationTimestamp: num(),
+              T: num().describe('Years to expiry from observationTimestamp, ACT/365'),
+              forwardPrice: num().describe('The expiry\'s forward, quote currency'),
+              parameters: z.record(z.string(), num()).describe('Model parameters (raw SVI a, b, rho, m, sigma; SABR alpha, beta, rho, nu; Vanna-Volga pillars)'),
+            }),
+          )
+          .describe('The served expiries'),
+      }),
+    )
+    .describe('Oldest first'),
+});
+
+/** Documentation of GET iVSummary/history: JSON, CSV or Parquet; the example market's last day at 1h, 1M. */
+const ivSeriesDocs: RouteDocs = {
+  response: IvSummaryHistoryResult,
+  alsoContentTypes: [CSV_TYPE, PARQUET_TYPE],
+  errors: MARKET_GET,
+  live: { query: (ctx) => ({ ...ctx.pairQuery, volatilityModel: 'SVI', interval: '1h', constMat: '1M' }) },
+};
+
+/** Documentation of GET surface/history: JSON, CSV or Parquet; the example market's last day at 1h. */
+const surfaceSeriesDocs: RouteDocs = {
+  response: SurfaceHistoryResult,
+  alsoContentTypes: [CSV_TYPE, PARQUET_TYPE],
+  errors: MARKET_GET,
+  live: { query: (ctx) => ({ ...ctx.pairQuery, volatilityModel: 'SVI', interval: '1h' }) },
+};
+
+/** The series routes (module docstring) over `markets` (its history store; 404 without one); a named fastify-plugin, `history`. */
+export const historyRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('history', async (app) => {
     app.get(
       '/api/v1/global/data/iVSummary/history',
       {
         schema: {
           summary: 'History of ATM vol, 25/10-delta risk reversal and butterfly per constant maturity (1m/5m/1h/1d; JSON, CSV or Parquet)',
+          tags: ['history'],
+          description: `History of the iVSummary figures per constant maturity (ATM vol, 25/10-delta risk reversal and butterfly) of one (source, pair, model) over [from, to] (default: the last 24 h), one point per interval (the first stored surface of each), from the history store (docs/operations.md "History"). format=csv gives the same rows as CSV, format=parquet as a Parquet file. A range of more than ${spaced(MAX_SERIES_ROWS)} rows is a 400; without a history store, a 404.`,
           querystring: IvSeriesQuery,
+          docs: ivSeriesDocs,
         },
       },
       async (req, reply) => {
@@ -155,9 +238,12 @@ export const historyRoutes =
       {
         schema: {
           summary: 'History of the calibrated surface: expiries, forwards and model parameters per interval (1m/5m/1h/1d; JSON, CSV or Parquet)',
+          tags: ['history'],
+          description: `History of the calibrated surface of one (source, pair, model) over [from, to] (default: the last 24 h): one surface per interval (the first stored of each) with its expiries, forwards and model parameters. format=csv: one row per (surface, expiry), a column per parameter; format=parquet: the same rows as a Parquet file. More than ${spaced(MAX_SURFACES)} surfaces is a 400; without a history store, a 404.`,
           querystring: HistoryRangeQuery,
+          docs: surfaceSeriesDocs,
         },
       },
       async (req, reply) => surfaceSeriesAnswer(req.query, resolveRange(markets, req.query, 1, MAX_SURFACES, 'surfaces', 'shorten [from, to] or take a coarser interval'), reply),
     );
-  };
+  });

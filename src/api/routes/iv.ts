@@ -5,11 +5,12 @@
  * CALL delta N(d1) equals the target, solved on the smile (decisions.md), then the vol there.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
 import type { Markets } from '../asOf.js';
 import { strikeFromDelta } from '../../quant/strikeFromDelta.js';
 import { ApiError } from '../errors.js';
 import { expiryPoint } from '../../cache/expiryPoint.js';
-import { AsOfQuery, ByDeltaBody, ByStrikeBody } from '../schemas.js';
+import { AsOfQuery, ByDeltaBody, ByStrikeBody, MAX_BATCH_ITEMS } from '../schemas.js';
 import {
   assertServable,
   checkExpiry,
@@ -22,6 +23,55 @@ import {
 import type { Pair, Source } from '../../domain/markets.js';
 import type { VolatilityModel } from '../../cache/snapshot.js';
 import { MIN_T_YEARS } from '../../cache/expiryPoint.js';
+import { BATCH50, MARKET_POST, num, routePlugin, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
+
+/** byStrike result item. */
+const ByStrikeResult = z.object({
+  instrumentId: z.string(),
+  observationTimestamp: num(),
+  impliedVolatility: num().describe('Implied volatility at the target strike, fraction'),
+  spotPrice: num(),
+  forwardPrice: num(),
+});
+
+/** byDelta result item (echoes the item's pair, source and model). */
+const ByDeltaResult = z.object({
+  instrumentId: z.string(),
+  baseCurrency: z.string(),
+  quoteCurrency: z.string(),
+  source: z.string(),
+  volatilityModel: z.string().describe('The requested volatility model'),
+  observationTimestamp: num(),
+  impliedVolatility: num().describe('Implied volatility at the strike whose forward Black call delta equals the target, fraction'),
+  spotPrice: num(),
+  forwardPrice: num(),
+});
+
+/** The fields of an example item on the live example market's expiry. */
+const exampleItem = (ctx: LiveDocContext) => ({ ...ctx.pair, source: ctx.market.source, volatilityModel: 'SVI', expirationTimestamp: ctx.market.expiry });
+
+/** Documentation of POST byStrike: example at the money; a branch per served pair with its strike range. */
+const byStrikeDocs: RouteDocs = {
+  response: z.array(ByStrikeResult),
+  errors: MARKET_POST,
+  live: {
+    body: (ctx) => [{ instrumentId: 'k1', ...exampleItem(ctx), strike: ctx.strike }],
+    constrainItem: (_item, ctx) => [{ anyOf: ctx.pairBranches(ctx.served, { prices: ['strike'] }) }],
+  },
+};
+
+/** Documentation of POST byDelta: examples at the 25-delta call and put strikes; a branch per served pair. */
+const byDeltaDocs: RouteDocs = {
+  response: z.array(ByDeltaResult),
+  errors: MARKET_POST,
+  live: {
+    body: (ctx) => [
+      { instrumentId: 'd25c', ...exampleItem(ctx), delta: 0.25 },
+      { instrumentId: 'd25p', ...exampleItem(ctx), delta: 0.75 },
+    ],
+    constrainItem: (_item, ctx) => [{ anyOf: ctx.pairBranches(ctx.served, { prices: [] }) }],
+  },
+};
 
 interface IvItemBase {
   instrumentId: string;
@@ -60,12 +110,32 @@ export async function resolveIvItems<T extends IvItemBase>(markets: Markets, asO
   });
 }
 
-export const ivRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** The route schema of POST iV/byStrike: summary, tags, description, request, documentation. */
+const byStrikeSchema = {
+  summary: `Implied volatility at a target strike (1 to ${MAX_BATCH_ITEMS} items)`,
+  tags: ['implied volatility'],
+  description: `Implied volatility of the calibrated surface at (expiry, strike); between listed expiries the surface is interpolated linearly in total variance. ${BATCH50}`,
+  body: ByStrikeBody,
+  querystring: AsOfQuery,
+  docs: byStrikeDocs,
+};
+
+/** The route schema of POST iV/byDelta: summary, tags, description, request, documentation. */
+const byDeltaSchema = {
+  summary: `Implied volatility at a target (forward Black call) delta (1 to ${MAX_BATCH_ITEMS} items)`,
+  tags: ['implied volatility'],
+  description: `Implied volatility at the strike whose plain forward Black-76 CALL delta N(d1) equals the target (solved on the smile, no premium adjustment; 0.75 is the 25-delta put strike). ${BATCH50}`,
+  body: ByDeltaBody,
+  querystring: AsOfQuery,
+  docs: byDeltaDocs,
+};
+
+/** POST iV/byStrike and iV/byDelta over `markets` (a named fastify-plugin, `iv`). */
+export const ivRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('iv', async (app) => {
     app.post(
       '/api/v1/global/data/iV/byStrike',
-      { schema: { summary: 'Implied volatility at a target strike (1 to 50 items)', body: ByStrikeBody, querystring: AsOfQuery } },
+      { schema: byStrikeSchema },
       async (req) => {
         const items = req.body;
         const resolved = await resolveIvItems(markets, req.query.asOf, items);
@@ -91,7 +161,7 @@ export const ivRoutes =
 
     app.post(
       '/api/v1/global/data/iV/byDelta',
-      { schema: { summary: 'Implied volatility at a target (forward Black call) delta (1 to 50 items)', body: ByDeltaBody, querystring: AsOfQuery } },
+      { schema: byDeltaSchema },
       async (req) => {
         const items = req.body;
         const resolved = await resolveIvItems(markets, req.query.asOf, items);
@@ -124,4 +194,4 @@ export const ivRoutes =
         return results;
       },
     );
-  };
+  });

@@ -13,23 +13,59 @@
  * "IV summary".
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { DIFF_HORIZON_S, DIFF_TOLERANCE_S } from '../../cache/history.js';
+import { z } from 'zod';
+import { DIFF_HORIZON_S, DIFF_TOLERANCE_S, IV_SUMMARY_CONST_MATS } from '../../cache/history.js';
 import { summaryNearest } from '../../history/reads.js';
 import type { Markets } from '../asOf.js';
 import { ivSummaryDocument, ivSummaryDocumentAgainst } from '../documents.js';
 import { SurfaceQuery } from '../schemas.js';
 import { assertServable, DetailCollector, resolvePair } from '../rules.js';
+import { MARKET_GET, num, numOrNull, routePlugin, type RouteDocs } from '../routeDefinition.js';
 
-export const ivSummaryRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** iVSummary entry: vols and changes are fractions; a figure that cannot be computed (no strike with that delta on the smile, no history point 24 h back) is null. */
+const IvSummaryEntry = z.object({
+  expirationTimestamp: num(),
+  constMat: z.enum(IV_SUMMARY_CONST_MATS).optional(),
+  atmVol: num(),
+  diffAtmVol: numOrNull(),
+  delta10Skew: numOrNull(),
+  diffDelta10Skew: numOrNull(),
+  delta25Skew: numOrNull(),
+  diffDelta25Skew: numOrNull(),
+  delta10Bfly: numOrNull(),
+  diffDelta10Bfly: numOrNull(),
+  delta25Bfly: numOrNull(),
+  diffDelta25Bfly: numOrNull(),
+});
+/** GET iVSummary answer (src/api/documents.ts ivSummaryDocument). */
+const IvSummaryResult = z.object({
+  baseCurrency: z.string(),
+  quoteCurrency: z.string(),
+  source: z.string(),
+  volatilityModel: z.string(),
+  observationTimestamp: num().describe('Observation time of the surface summarized, Unix seconds'),
+  diffReferenceTimestamp: numOrNull().describe('Observation time of the history point (about 24 h earlier) the changes are measured against; null when there is none, and then every diff is null'),
+  volatilityListed: z.array(IvSummaryEntry),
+  volatilityConstMat: z.array(IvSummaryEntry),
+});
+
+/** Documentation of GET iVSummary: its answer, errors, the example market's query (SVI). */
+const ivSummaryDocs: RouteDocs = { response: IvSummaryResult, errors: MARKET_GET, live: { query: (ctx) => ({ ...ctx.pairQuery, volatilityModel: 'SVI' }) } };
+
+/** GET iVSummary over `markets` (a named fastify-plugin, `ivSummary`). */
+export const ivSummaryRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('ivSummary', async (app) => {
     const history = markets.live.history;
     app.get(
       '/api/v1/global/data/iVSummary',
       {
         schema: {
           summary: 'Implied-volatility summary: ATM, 25/10-delta risk reversal and butterfly, listed and constant maturities, with 24 h changes',
+          tags: ['implied volatility'],
+          description:
+            'ATM vol, 25-delta and 10-delta risk reversals (vol(call) - vol(put) at that forward delta) and butterflies ((vol(call) + vol(put)) / 2 - ATM vol) of the listed expiries (not sorted by expiry) and of the constant maturities 1W..9M, with their 24 h absolute changes.',
           querystring: SurfaceQuery,
+          docs: ivSummaryDocs,
         },
       },
       async (req) => {
@@ -47,4 +83,4 @@ export const ivSummaryRoutes =
         return ivSummaryDocumentAgainst(snap, past, q.source);
       },
     );
-  };
+  });

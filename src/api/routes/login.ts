@@ -13,7 +13,9 @@
  * Every answer is `Cache-Control: no-store`.
  */
 import formbody from '@fastify/formbody';
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { routePlugin } from '../routeDefinition.js';
 import { API_KEY_HEADER, KeyRing, type SecurityRejection } from '../plugins/security.js';
 import { LOGIN_PATH, LOGOUT_PATH, safeNext } from '../plugins/access.js';
 import { SESSION_COOKIE, type DashboardSessions } from '../plugins/sessions.js';
@@ -86,10 +88,9 @@ function sendPage(reply: FastifyReply, status: number, page: string): FastifyRep
   return reply.status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page);
 }
 
-/** The login/logout routes (see the module docstring). */
-export const loginRoutes =
-  (opts: LoginRouteOptions): FastifyPluginAsync =>
-  async (app) => {
+/** The login/logout routes (see the module docstring); a named fastify-plugin, `login`. */
+export const loginRoutes = (opts: LoginRouteOptions): FastifyPluginAsyncZod =>
+  routePlugin('login', async (app) => {
     const ring = new KeyRing(opts.apiKeys);
     const { sessions } = opts;
     // form bodies are accepted on these routes only (the API stays JSON-only)
@@ -151,4 +152,4 @@ export const loginRoutes =
     };
     app.get(LOGOUT_PATH, { schema: { hide: true } }, logout);
     app.post(LOGOUT_PATH, { schema: { hide: true } }, logout);
-  };
+  });

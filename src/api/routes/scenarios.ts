@@ -38,9 +38,15 @@ import {
   AdvancedScenariosBody,
   RiskScenariosBody,
   VolRangeScenariosBody,
+  MAX_SCENARIO_INSTRUMENTS,
+  MAX_VOL_SHIFTS,
+  SCENARIO_TYPE_NEEDS,
   type AdvancedScenarioInstrument,
   type ScenarioInstrument,
+  type ScenarioTypeField,
 } from '../scenarioSchemas.js';
+import { routePlugin } from '../routeDefinition.js';
+import { ADVANCED_SCENARIOS_SCHEMA_DOCS, RISK_SCENARIOS_SCHEMA_DOCS, VOL_RANGE_SCENARIOS_SCHEMA_DOCS } from './scenarioDocs.js';
 
 type AnyInstrument = ScenarioInstrument | AdvancedScenarioInstrument;
 
@@ -58,6 +64,8 @@ export interface ResolvedScenarioInstrument {
 
 const PREFIX = (i: number) => `riskScenarioInstruments[${i}].`;
 const isOption = (t: string) => t === 'CALL' || t === 'PUT';
+/** The order in which missing fields are named (SCENARIO_TYPE_NEEDS says which are needed). */
+const CHECK_ORDER: readonly ScenarioTypeField[] = ['volatilityModel', 'strike', 'expirationTimestamp'];
 
 /**
  * Validate every instrument (400 naming all bad items), then resolve each against the cache (503 when its
@@ -106,14 +114,10 @@ function checkScenarioInstruments(errs: DetailCollector, items: readonly AnyInst
     const prefix = PREFIX(i);
     const type = it.instrumentType;
     const r = resolvePair(errs, prefix, it.source, it.baseCurrency, it.quoteCurrency);
-    if (isOption(type)) {
-      if (it.volatilityModel === undefined) errs.add(`${prefix}volatilityModel`, `Required for ${type}`);
-      if (it.strike === undefined) errs.add(`${prefix}strike`, `Required for ${type}`);
+    for (const f of CHECK_ORDER) {
+      if (SCENARIO_TYPE_NEEDS[type].includes(f) && it[f] === undefined) errs.add(`${prefix}${f}`, `Required for ${type}`);
     }
-    if (type !== 'SPOT') {
-      if (it.expirationTimestamp === undefined) errs.add(`${prefix}expirationTimestamp`, `Required for ${type}`);
-      else if (type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
-    }
+    if (it.expirationTimestamp !== undefined && type !== 'SPOT' && type !== 'PERPETUAL') checkExpiry(errs, prefix, it.expirationTimestamp, clock);
     const inverse = r && type !== 'SPOT' ? resolveInverse(errs, prefix, r.source, r.pair, it.inverse) : false;
     return { r, inverse };
   });
@@ -275,12 +279,12 @@ const VOL_RANGE_MEASURES: ReadonlyArray<keyof ScenarioCell> = [
   'baseVanna',
 ];
 
-export const scenarioRoutes =
-  (markets: Markets): FastifyPluginAsyncZod =>
-  async (app) => {
+/** The three scenario routes over `markets` (a named fastify-plugin, `scenarios`; their documentation: ./scenarioDocs.ts). */
+export const scenarioRoutes = (markets: Markets): FastifyPluginAsyncZod =>
+  routePlugin('scenarios', async (app) => {
     app.post(
       '/api/v1/global/scenarios/riskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to 100 instruments)', body: RiskScenariosBody, querystring: AsOfQuery } },
+      { schema: { summary: `Risk scenarios: price ladder x (vol up, unchanged, down) absolute shifts (1 to ${MAX_SCENARIO_INSTRUMENTS} instruments)`, ...RISK_SCENARIOS_SCHEMA_DOCS, body: RiskScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
@@ -297,7 +301,7 @@ export const scenarioRoutes =
 
     app.post(
       '/api/v1/global/scenarios/volRangeRiskScenarios',
-      { schema: { summary: 'Risk scenarios: price ladder x a list of absolute vol shifts (1 to 100 instruments, at most 16 shifts)', body: VolRangeScenariosBody, querystring: AsOfQuery } },
+      { schema: { summary: `Risk scenarios: price ladder x a list of absolute vol shifts (1 to ${MAX_SCENARIO_INSTRUMENTS} instruments, at most ${MAX_VOL_SHIFTS} shifts)`, ...VOL_RANGE_SCENARIOS_SCHEMA_DOCS, body: VolRangeScenariosBody, querystring: AsOfQuery } },
       async (req) => {
         const { riskScenarioInstruments: items, riskScenarioParameters: prm } = req.body;
         const resolved = await resolveScenarioInstruments(markets, req.query.asOf, items);
@@ -326,7 +330,8 @@ export const scenarioRoutes =
       '/api/v1/global/scenarios/advancedRiskScenarios',
       {
         schema: {
-          summary: 'Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to 100 instruments)',
+          summary: `Risk scenarios with the Deribit portfolio-margin vol shock: volUp/volDown = vol (1 +/- range (30/days)^power) (1 to ${MAX_SCENARIO_INSTRUMENTS} instruments)`,
+          ...ADVANCED_SCENARIOS_SCHEMA_DOCS,
           body: AdvancedScenariosBody,
           querystring: AsOfQuery,
         },
@@ -345,4 +350,4 @@ export const scenarioRoutes =
         };
       },
     );
-  };
+  });

@@ -16,6 +16,7 @@
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { num, routePlugin, type RouteDocs } from '../routeDefinition.js';
 import type { WebSocket } from 'ws';
 import { z } from 'zod';
 import type { Clock } from '../../domain/clock.js';
@@ -67,14 +68,39 @@ export interface StreamRouteOptions {
   readonly keys: KeyRing | null;
 }
 
+/** GET /api/v1/stream: Server-Sent Events; the example market's surface and summary channels and the status channel. */
+const sseDocs: RouteDocs = {
+  responseContentType: 'text/event-stream',
+  errors: [400, 401, 429, 503],
+  live: {
+    query: ({ market: m }) => ({ channels: `surface.${m.source}.${m.pair.base}-${m.pair.quote}.SVI,iv_summary.${m.source}.${m.pair.base}-${m.pair.quote}.SVI,status` }),
+  },
+};
+
+/** GET /dashboard/api/push-stats answer: the hub's figures at the service clock. */
+const PushStatsResult = z.object({
+  generatedAt: num().describe('Service clock, Unix seconds'),
+  connections: z.object({ ws: num().describe('Open WebSocket connections'), sse: num().describe('Open SSE streams') }).describe('Open connections per transport'),
+  subscriptions: z.record(z.string(), num()).describe('Subscriptions held, by channel kind'),
+  messages: num().describe('Notifications written since start'),
+  bytes: num().describe('Bytes of notifications written since start'),
+  conflated: num().describe('Updates replaced by a newer one before being written, since start'),
+  slowCloses: num().describe('Connections closed as slow consumers (4008), since start'),
+  resumes: z.record(z.string(), num()).describe('Subscriptions with since / Last-Event-ID, by outcome'),
+  rpcErrors: num().describe('JSON-RPC errors answered, since start'),
+  rejected: num().describe('Connections refused or closed for a limit or a credential, since start'),
+});
+
+/** GET /asyncapi.json answer (src/api/stream/asyncapi.ts), in outline. */
+const AsyncApiResult = z.object({ asyncapi: z.string().describe('AsyncAPI version, 3.0.0') }).catchall(z.unknown()).describe('AsyncAPI 3.0.0 document');
+
 /**
  * The plugin of GET /api/v1/ws, GET /api/v1/stream, GET /dashboard/api/push-stats and GET /asyncapi.json (module
  * docstring). @fastify/websocket must be registered on the app before it. The hub is closed when the app closes
  * (its open streams would keep app.close() waiting).
  */
-export const streamRoutes =
-  (opts: StreamRouteOptions): FastifyPluginAsyncZod =>
-  async (app) => {
+export const streamRoutes = (opts: StreamRouteOptions): FastifyPluginAsyncZod =>
+  routePlugin('stream', async (app) => {
     const { hub, keys } = opts;
     const ownerOf = (keyId: string | null, ip: string) => (keyId ? `key:${keyId}` : `ip:${ip}`);
 
@@ -99,23 +125,45 @@ export const streamRoutes =
 
     app.get(
       STREAM_SSE_PATH,
-      { schema: { summary: 'Server-Sent Events twin of the WebSocket API: channel updates with their sequence, resumable with Last-Event-ID', querystring: StreamQuery }, config: { metrics: false } },
+      {
+        schema: {
+          summary: 'Server-Sent Events twin of the WebSocket API: channel updates with their sequence, resumable with Last-Event-ID',
+          tags: ['streaming'],
+          description:
+            'Server-Sent Events twin of the WebSocket API (GET /api/v1/ws, JSON-RPC 2.0; docs/streaming.md, /asyncapi.json): the same channels (surface, iv_summary, iv, forward_curve, funding, status; aliases XCHG_A/B/C accepted), the same documents and sequence numbers (those of the REST answers and Kafka documents). Each event: `id: <channel>:<sequence>,...` (the last sequence of every channel of the stream) and `data: {"channel", "data"}`; the current document of each channel first. Reconnect with header Last-Event-ID (or ?lastEventId=) to get every update missed in order, or the current document with data.reset = true when the gap is older than what is kept (STREAM_RESUME_DEPTH). A client whose socket stays blocked past STREAM_STALL_MS gets `event: close` and the stream ends. Limits: STREAM_MAX_CONNECTIONS_PER_KEY (429), STREAM_MAX_SUBSCRIPTIONS. With API keys configured it needs header X-API-Key.',
+          querystring: StreamQuery,
+          docs: sseDocs,
+        },
+        config: { metrics: false },
+      },
       (req, reply) => serveEventStream(hub, ownerOf(req.apiKeyId, req.ip), req.query, req, reply),
     );
 
-    app.get(STREAM_STATS_PATH, { schema: { summary: 'Streaming API figures for the dashboard panel (connections, subscriptions, messages, conflations, slow closes)' } }, async () => ({
+    const statsSchema = {
+      summary: 'Streaming API figures for the dashboard panel (connections, subscriptions, messages, conflations, slow closes)',
+      tags: ['monitoring'],
+      description: 'The figures of the dashboard\'s "Streaming API" panel: open WebSocket and SSE connections, subscriptions per channel kind, and counters since start (docs/streaming.md "Metrics" has the same as Prometheus series). With API keys configured it needs header X-API-Key or the dashboard session cookie.',
+      docs: { response: PushStatsResult, errors: [401] },
+    };
+    app.get(STREAM_STATS_PATH, { schema: statsSchema }, async () => ({
       generatedAt: opts.clock.now(),
       ...(await hub.stats()),
     }));
 
-    app.get(ASYNCAPI_PATH, { schema: { summary: 'AsyncAPI 3 description of the streaming API (WebSocket /api/v1/ws and SSE /api/v1/stream)' } }, async () => asyncApiDocument());
+    const asyncApiSchema = {
+      summary: 'AsyncAPI 3 description of the streaming API (WebSocket /api/v1/ws and SSE /api/v1/stream)',
+      tags: ['streaming'],
+      description: 'The AsyncAPI 3.0.0 document of the streaming API: the WebSocket server /api/v1/ws (JSON-RPC 2.0 requests, responses, heartbeats) and the SSE server /api/v1/stream, one channel per channel kind with its notification payload.',
+      docs: { response: AsyncApiResult, errors: [] },
+    };
+    app.get(ASYNCAPI_PATH, { schema: asyncApiSchema }, async () => asyncApiDocument());
 
     // open streams would keep app.close() waiting
     app.addHook('preClose', (done) => {
       hub.close();
       done();
     });
-  };
+  });
 
 /** The query of the SSE stream. */
 type StreamQueryValue = z.infer<typeof StreamQuery>;
