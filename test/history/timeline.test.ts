@@ -47,6 +47,24 @@ describe('history timeline', () => {
   });
   const ref = { source: 'DERIBIT', pair: 'BTC/USD', model: 'SVI' };
 
+  /**
+   * A store that recorded snaps[i] for i in `order`, each published (service clock) at `published[i]`; and the
+   * sequence of the surface the as-of rule finds at a time.
+   */
+  async function recordPublished(order: readonly number[], published: readonly number[]) {
+    const store = await HistoryStore.open(':memory:');
+    const clock = { t: snaps[0]!.observationTimestamp };
+    const cache = new MarketCache({ now: () => clock.t }, 30, [{ source: 'DERIBIT', pair: rc.pair }]);
+    const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 24, flushMs: 60_000 });
+    for (const i of order) {
+      clock.t = published[i]!;
+      cache.putSurface(snaps[i]!);
+    }
+    await rec.close();
+    const at = async (asOf: number) => (await surfaceIdAsOf(store, ref, asOf, 30))?.sequence ?? null;
+    return { store, at };
+  }
+
   it('keeps every surface, series of the first per interval, then compacts to the promised resolution', async () => {
     const store = await HistoryStore.open(':memory:');
     const cache = new MarketCache({ now: () => t0 + HOURS * 3600 }, 30);
@@ -127,21 +145,11 @@ describe('history timeline', () => {
   });
 
   it('as of a time: the latest PUBLISHED at or before it (ties: the higher sequence), one read per stored surface', async () => {
-    const store = await HistoryStore.open(':memory:');
-    const clock = { t: snaps[0]!.observationTimestamp };
-    const cache = new MarketCache({ now: () => clock.t }, 30, [{ source: 'DERIBIT', pair: rc.pair }]);
-    const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 24, flushMs: 60_000 });
     // publication delays (s after observation): surface 2 is published late, after surface 3; 4 and 5 at the same time
     const delay = [0.1, 0.1, 20, 0.1, 0, 0.1];
-    const order = [0, 1, 3, 2, 4, 5];
     const published = delay.map((d, i) => snaps[i]!.observationTimestamp + d);
     published[4] = published[5]!;
-    for (const i of order) {
-      clock.t = published[i]!;
-      cache.putSurface(snaps[i]!);
-    }
-    await rec.close();
-    const at = async (asOf: number) => (await surfaceIdAsOf(store, ref, asOf, 30))?.sequence ?? null;
+    const { store, at } = await recordPublished([0, 1, 3, 2, 4, 5], published);
     expect(await at(snaps[0]!.observationTimestamp + 0.05)).toBeNull(); // observed, not yet published
     expect(await at(published[0]!)).toBe(1);
     expect(await at(published[1]! + 1)).toBe(2);
@@ -176,19 +184,11 @@ describe('history timeline', () => {
     expect(reads.n).toBe(2);
     await store.close();
   });
+
   it("as of a time: a surface whose exchange clock ran ahead of the service's (observed after it was published) is found", async () => {
-    const store = await HistoryStore.open(':memory:');
-    const clock = { t: snaps[0]!.observationTimestamp };
-    const cache = new MarketCache({ now: () => clock.t }, 30, [{ source: 'DERIBIT', pair: rc.pair }]);
-    const rec = new HistoryRecorder({ store, cache, bucketS: BUCKET_S, fullH: 24, flushMs: 60_000 });
     // the second surface is stamped 2 s ahead of the service clock that published it
     const published = [0.1, -2, 0.1].map((d, i) => snaps[i]!.observationTimestamp + d);
-    for (let i = 0; i < 3; i++) {
-      clock.t = published[i]!;
-      cache.putSurface(snaps[i]!);
-    }
-    await rec.close();
-    const at = async (asOf: number) => (await surfaceIdAsOf(store, ref, asOf, 30))?.sequence ?? null;
+    const { store, at } = await recordPublished([0, 1, 2], published);
     expect(await at(published[1]! - 0.001)).toBe(1);
     expect(await at(published[1]!)).toBe(2); // served from its publication, although observed 2 s later
     expect(await at(snaps[1]!.observationTimestamp)).toBe(2);
