@@ -158,14 +158,14 @@ export function filterData(data: Record<string, unknown>, o: SubscribeOptions): 
 }
 
 /** Whether any vol of `now` differs from the same point of `last` by more than `threshold` (or the lists differ in length). */
-export function movedBeyond(now: readonly number[], last: readonly number[], threshold: number): boolean {
+function movedBeyond(now: readonly number[], last: readonly number[], threshold: number): boolean {
   if (now.length !== last.length) return true;
   for (let i = 0; i < now.length; i++) if (Math.abs(now[i]! - last[i]!) > threshold) return true;
   return false;
 }
 
 /** One point of an `iv` notification: the strike (given, or solved from the delta), the delta asked for, the vol there. */
-export interface IvPoint {
+interface IvPoint {
   readonly delta?: number;
   /** Quote currency. */
   readonly strike: number;
@@ -178,7 +178,7 @@ export interface IvPoint {
  * strike of each forward Black call delta (src/quant/strikeFromDelta.ts, as REST byDelta). Null when any point has
  * no strike for its delta or no finite vol (nothing is sent for that surface).
  */
-export function ivPoints(c: Extract<Channel, { kind: 'iv' }>, p: ReturnType<typeof expiryPoint>): IvPoint[] | null {
+function ivPoints(c: Extract<Channel, { kind: 'iv' }>, p: ReturnType<typeof expiryPoint>): IvPoint[] | null {
   const out: IvPoint[] = [];
   for (const value of c.values) {
     let strike = value;
