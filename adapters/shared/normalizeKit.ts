@@ -322,18 +322,9 @@ export function ivFromPrice(price: number | null | undefined, inverse: boolean, 
  * One exchange instrument decoded from its printed name (adapters/<exchange>/instruments.ts). Times Unix
  * seconds; strike in the pair's quote currency.
  */
-export interface DecodedInstrument {
-  /** Exchange instrument name as printed, e.g. `BTC-26JUN26-100000-C`. */
-  readonly name: string;
-  readonly pair: Pair;
-  readonly type: 'option' | 'future' | 'perpetual';
+export interface DecodedInstrument extends VenueInstrument {
   /** Expiry, Unix seconds (the exchange's expiry hour, 08:00 UTC for all three, of the named day); null for perpetuals. */
   readonly expirationTimestamp: number | null;
-  /** Strike in the pair's quote currency; null unless option. */
-  readonly strike: number | null;
-  readonly optionType: 'C' | 'P' | null;
-  /** True for coin-settled (inverse) instruments. */
-  readonly inverse: boolean;
 }
 
 /**

@@ -164,9 +164,8 @@ export class ReconnectingTransport {
   private reconnectCount = 0;
   private attemptCount = 0;
   private nextAttemptMs: number | null = null;
-  private gotMessage = false;
-  /** timers.now() of the current connection's first message. */
-  private firstMessageMs = 0;
+  /** timers.now() of the current connection's first message; null until it has one. */
+  private firstMessageMs: number | null = null;
   private readonly stableAfterMs: number;
   private lastTrafficMs = 0;
   private retryAfterMs: number | null = null;
@@ -282,7 +281,7 @@ export class ReconnectingTransport {
     this.reconnectTimer = undefined;
     this.nextAttemptMs = null;
     if (this.started && (this.opens > 0 || this.failures > 0)) this.attemptCount += 1;
-    this.gotMessage = false;
+    this.firstMessageMs = null;
     this.retryAfterMs = null;
     this.closeReason = undefined;
     this.setState({ state: 'connecting', attempt: this.failures });
@@ -324,10 +323,7 @@ export class ReconnectingTransport {
     ws.on('message', (data, isBinary) => {
       if (this.ws !== ws) return;
       this.lastTrafficMs = this.timers.now();
-      if (!this.gotMessage) {
-        this.gotMessage = true;
-        this.firstMessageMs = this.lastTrafficMs;
-      }
+      this.firstMessageMs ??= this.lastTrafficMs;
       const text = Array.isArray(data)
         ? Buffer.concat(data).toString('utf8')
         : Buffer.isBuffer(data)
@@ -355,7 +351,7 @@ export class ReconnectingTransport {
 
   private scheduleReconnect(): void {
     if (this.stopped) return;
-    if (this.gotMessage && this.timers.now() - this.firstMessageMs >= this.stableAfterMs) this.failures = 0;
+    if (this.firstMessageMs !== null && this.timers.now() - this.firstMessageMs >= this.stableAfterMs) this.failures = 0;
     this.failures += 1;
     let delay = backoffDelayMs(this.failures, this.baseMs, this.maxMs, this.random);
     if (this.retryAfterMs !== null) delay = Math.max(delay, this.retryAfterMs);

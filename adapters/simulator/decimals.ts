@@ -3,10 +3,11 @@
  * both exchanges do).
  */
 
-/** x rounded to `dp` decimals (Math.round: halves up). */
+/** x rounded to `dp` decimals (Math.round: halves up); -0 becomes 0. Every simulator prints its numbers through it. */
 export function roundTo(x: number, dp: number): number {
   const f = Math.pow(10, dp);
-  return Math.round(x * f) / f;
+  const r = Math.round(x * f) / f;
+  return r === 0 ? 0 : r;
 }
 
 /** A number as OKX and Bybit print it: at most `dp` decimals, trailing zeros and a trailing point cut, `-0` as `0`; "" when not finite. */

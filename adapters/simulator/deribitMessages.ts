@@ -20,17 +20,12 @@ import type { SimInstrument } from './chains.js';
 import { deribitDateCode } from './chains.js';
 import type { Market } from './market.js';
 import { MS_PER_YEAR } from './market.js';
+import { roundTo } from './decimals.js';
 import { hash01, type Rng } from './rng.js';
 
 /** A plain JSON object. */
 export type Json = Record<string, unknown>;
 
-/** Round to `dp` decimals (returns a finite number; -0 becomes 0). */
-export function roundTo(x: number, dp: number): number {
-  const f = Math.pow(10, dp);
-  const r = Math.round(x * f) / f;
-  return r === 0 ? 0 : r;
-}
 
 /** Deribit option tick at a price: tick_size below the first step's above_price, else the step's. */
 function tickAt(inst: SimInstrument, price: number): number {

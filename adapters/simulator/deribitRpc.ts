@@ -5,7 +5,8 @@
  */
 import type { WebSocket } from 'ws';
 import type { DeribitChains, SimInstrument } from './chains.js';
-import { indexData, roundTo, type Json, type RpcError } from './deribitMessages.js';
+import { roundTo } from './decimals.js';
+import { indexData, type Json, type RpcError } from './deribitMessages.js';
 import type { FaultSwitches } from './faults.js';
 import type { Market, Underlying } from './market.js';
 
