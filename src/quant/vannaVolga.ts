@@ -803,9 +803,8 @@ function vannaVolgaResult(fit: VannaVolgaFitted, F: number, T: number, options: 
   const smile = vannaVolgaSmile(params, F, T);
   const resUsed = used.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
   const resAll = valid.map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));
-  const rmse = Math.sqrt(resUsed.reduce((s, e) => s + e * e, 0) / resUsed.length);
-  const rmseAll = Math.sqrt(resAll.reduce((s, e) => s + e * e, 0) / resAll.length);
-  const maxErr = resUsed.reduce((s, e) => Math.max(s, Math.abs(e)), 0);
+  const { rmseVolPts: rmse, maxErrorVolPts: maxErr } = errorStats(resUsed);
+  const rmseAll = errorStats(resAll).rmseVolPts;
   const kLo10 = Math.log(params.K10P / F);
   const kHi10 = Math.log(params.K10C / F);
   const resCore = used.filter((q) => q.k >= kLo10 && q.k <= kHi10).map((q) => 100 * (smile(F * Math.exp(q.k)) - q.iv));

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
 import { groupByExpiry, MIN_EXPIRY_SECONDS, YEAR_S, type EligibleGroup } from '../../src/quant/chain/expiryGroups.js';
 import { SPARSE_MAX_QUOTES, SHAPE_SOURCE_MIN_T } from '../../src/quant/chain/sparse.js';
-import { halfSpreadObjectiveWeights } from '../../src/quant/models/fitKit.js';
+import { sviModel } from '../../src/quant/models/svi.js';
+import { sabrModel } from '../../src/quant/models/sabr.js';
 import {
   ESSVI_MIN_QUOTES_FULL,
   calibrateEssvi,
@@ -279,7 +280,8 @@ describe('eSSVI fit', () => {
   it('uses the spread-weighted objective weights of issue 26 (the same as SVI and SABR)', () => {
     const g = groupsOf('maksm05')[4]!;
     const W = essviModel.objectiveWeights!(g.quotes);
-    expect([...W]).toEqual([...halfSpreadObjectiveWeights(g.quotes)]);
+    expect([...W]).toEqual([...sviModel.objectiveWeights!(g.quotes)]);
+    expect([...W]).toEqual([...sabrModel.objectiveWeights!(g.quotes)]);
     const here = weightsHere(g);
     W.forEach((x, i) => expect(Math.abs(x - here[i]!)).toBeLessThanOrEqual(1e-9 * here[i]!));
   });

@@ -141,8 +141,9 @@ function bestTheta(q: readonly FitQuote[], T: number, rho: number, phi: number, 
   if (b === null) return null;
   let num = 0;
   let den = 0;
+  const unit = { theta: 1, rho, phi };
   for (const x of q) {
-    const h = Math.sqrt(essviTotalVariance({ theta: 1, rho, phi }, x.k) / T);
+    const h = Math.sqrt(essviTotalVariance(unit, x.k) / T);
     num += x.w * h * x.iv;
     den += x.w * h * h;
   }
@@ -242,7 +243,7 @@ interface SearchBox {
  */
 function searchBox(theta0: number, cal: CalendarPrior | undefined): SearchBox {
   const psiMin = (rho: number): number => (cal ? cal.psi * Math.max((1 + cal.rho) / (1 + rho), (1 - cal.rho) / (1 - rho)) : 0);
-  const phiMax = (rho: number): number => (cal ? Math.min(cal.phi, (4 * (1 - 1e-9)) / ((1 + Math.abs(rho)) * psiMin(rho))) : 4 / Math.sqrt(theta0));
+  const phiMax = (rho: number): number => (cal ? Math.min(cal.phi, (4 * (1 - STRICT_MARGIN)) / ((1 + Math.abs(rho)) * psiMin(rho))) : 4 / Math.sqrt(theta0));
   if (!cal) return { rhoLo: -ESSVI_MAX_ABS_RHO, rhoHi: ESSVI_MAX_ABS_RHO, theta0, phiMax };
   const ok = (rho: number): boolean => psiMin(rho) * (1 + Math.abs(rho)) < 4 * (1 - 1e-6);
   const edge = (to: number): number => {
@@ -430,6 +431,14 @@ export function fitEssviSlice(g: SliceInput, ctx: FitContext): SliceFit {
   };
 }
 
+/**
+ * The eSSVI model of the registry (src/quant/models/index.ts): per expiry the parameters {theta, rho, phi} of
+ * w(k) = theta/2 (1 + rho phi k + sqrt((phi k + rho)^2 + 1 - rho^2)) (w total implied variance, dimensionless; k =
+ * ln(K/F); T in years ACT/365), fitted by {@link calibrateEssvi} inside the butterfly domain of Gatheral-Jacquier (2014)
+ * Thm 4.2 and a sufficient calendar condition against the previous full slice (extended SSVI: Hendriks & Martini,
+ * "The extended SSVI volatility surface", J. Comput. Finance 2019). `fromRecord` throws RangeError for a record
+ * outside that domain or missing a parameter.
+ */
 export const essviModel: SmileModel<EssviParams> = {
   name: 'ESSVI',
   parameterNames: ['theta', 'rho', 'phi'],
