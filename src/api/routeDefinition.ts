@@ -108,7 +108,7 @@ declare module 'fastify' {
 /** Errors of a market-data GET: 401 only when API keys are configured; 429 under the rate limit (RATE_LIMIT_MAX, on by default). */
 export const MARKET_GET: readonly number[] = [400, 401, 404, 429, 503];
 /** Errors of a market-data POST: those of {@link MARKET_GET}, with 413 (body too large) and 415 (not JSON). */
-export const MARKET_POST: readonly number[] = [400, 401, 404, 413, 415, 429, 503];
+export const MARKET_POST: readonly number[] = [...MARKET_GET, 413, 415].sort((a, b) => a - b);
 /** Description sentence of the batch endpoints (1 to {@link MAX_BATCH_ITEMS} items). */
 export const BATCH50 = `The body is a JSON array of 1 to ${MAX_BATCH_ITEMS} items; the answer is one result per item, in order, each carrying its instrumentId.`;
 /** Description sentence of the scenario endpoints (1 to {@link MAX_SCENARIO_INSTRUMENTS} instruments). */

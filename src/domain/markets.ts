@@ -20,6 +20,11 @@ export const SOURCE_ALIASES: Readonly<Record<string, Source>> = {
   XCHG_C: 'BYBIT',
 };
 
+/** The spec's names of `source`, itself first: `DERIBIT` -> `['DERIBIT', 'XCHG_A']` (the keys of {@link SOURCE_ALIASES}). */
+export function sourceAliases(source: Source): string[] {
+  return Object.keys(SOURCE_ALIASES).filter((a) => SOURCE_ALIASES[a] === source);
+}
+
 /** Price methods (exchange valuation conventions); OTC means DERIBIT (decisions.md). */
 export const PRICE_METHOD_ALIASES: Readonly<Record<string, Source>> = {
   ...SOURCE_ALIASES,

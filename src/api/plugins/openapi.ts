@@ -20,7 +20,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { jsonSchemaTransform, jsonSchemaTransformObject } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ERROR_STATUS_TEXT, ErrorBody, FIELD_DESCRIPTIONS, TAGS } from './openapiDocs.js';
-import { liveOpenApi, type LiveRoutes } from './openapiLive.js';
+import { liveOpenApi, operationKey, type LiveRoutes } from './openapiLive.js';
 import type { RouteDocs } from '../routeDefinition.js';
 import type { MarketCache } from '../../cache/marketCache.js';
 import { EXPIRY_HORIZON_YEARS, MAX_NOTIONAL, MAX_PRICE, MAX_UNIX_TIME_S, MONEYNESS_FACTOR } from '../limits.js';
@@ -174,7 +174,7 @@ export async function registerOpenApi(app: FastifyInstance, cache?: MarketCache,
   app.addHook('onRoute', (r) => {
     const liveDocs = r.schema?.docs?.live;
     if (!liveDocs) return;
-    for (const m of Array.isArray(r.method) ? r.method : [r.method]) liveRoutes.set(`${String(m).toLowerCase()} ${r.url}`, liveDocs);
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) liveRoutes.set(operationKey(String(m), r.url), liveDocs);
   });
   const live = (doc: Record<string, unknown>) => {
     const out = cache ? liveOpenApi(doc, cache, liveRoutes) : doc;

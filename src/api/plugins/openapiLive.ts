@@ -19,7 +19,7 @@
  * Type Object: example; Parameter Object: example).
  */
 import type { MarketCache } from '../../cache/marketCache.js';
-import { SUPPORTED_PAIRS, SOURCE_ALIASES, SOURCES, optionsAreInverse, type Pair, type Source } from '../../domain/markets.js';
+import { SUPPORTED_PAIRS, SOURCES, optionsAreInverse, sourceAliases, type Pair, type Source } from '../../domain/markets.js';
 import { SECONDS_PER_YEAR } from '../../domain/time.js';
 import { EXPIRY_HORIZON_S, EXPIRY_HORIZON_YEARS, MAX_PRICE, MONEYNESS_FACTOR } from '../limits.js';
 import { errorBody } from '../errors.js';
@@ -35,11 +35,12 @@ export const DOC_EXPIRY_MARGIN_S = 3600;
 /** Room left in the documented strike range for the forward to move after the document is served. */
 const FORWARD_ROOM = 2;
 
-/** Aliases of a source (DERIBIT, XCHG_A). */
-function aliases(source: Source): string[] {
-  return Object.entries(SOURCE_ALIASES)
-    .filter(([, s]) => s === source)
-    .map(([a]) => a);
+/**
+ * The key of one operation of the document: lower-case method and the OpenAPI path (fastify's `:param` written
+ * `{param}`, as @fastify/swagger writes it), e.g. `post /api/v1/global/data/iV/byStrike`.
+ */
+export function operationKey(method: string, url: string): string {
+  return `${method.toLowerCase()} ${url.replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`;
 }
 
 /** Forward range of (source, pair) over [now, now + horizon], from its forward curve; undefined without one. */
@@ -80,7 +81,7 @@ function servedPairs(cache: MarketCache): Array<{ source: Source; pair: Pair }> 
 function pairBranches(cache: MarketCache, pairs: ReadonlyArray<{ readonly source: Source; readonly pair: Pair }>, fields: PairBranchFields): Json[] {
   return pairs.map(({ source, pair }) => {
     const props: Json = {
-      source: { enum: aliases(source), description: `${source} or its alias` },
+      source: { enum: sourceAliases(source), description: `${source} or its alias` },
       baseCurrency: { enum: [pair.base], description: `${pair.base}: a pair ${source} lists` },
       quoteCurrency: { enum: [pair.quote], description: `${pair.quote}: a pair ${source} lists` },
     };
@@ -197,13 +198,13 @@ function liveParameters(op: Json, docs: RouteLiveDocs | undefined, ctx: LiveDocC
  * and market of `cache`, with what each route declared (`routes`: src/api/plugins/openapi.ts collects them as the
  * routes are registered). Mutates and returns `doc`.
  */
-export function liveOpenApi(doc: Json, cache: MarketCache, routes: ReadonlyMap<string, RouteLiveDocs> = new Map()): Json {
+export function liveOpenApi(doc: Json, cache: MarketCache, routes: ReadonlyMap<string, RouteLiveDocs>): Json {
   const now = cache.clock.now();
   const window = { minimum: Math.ceil(now) + DOC_EXPIRY_MARGIN_S, maximum: Math.floor(now) + EXPIRY_HORIZON_S };
   const ctx = liveContext(cache);
   for (const [url, ops] of Object.entries((doc.paths ?? {}) as Record<string, Json>)) {
     for (const [method, op] of Object.entries(ops as Record<string, Json>)) {
-      const docs = routes.get(`${method.toLowerCase()} ${url}`);
+      const docs = routes.get(operationKey(method, url));
       errorExamples(op);
       liveParameters(op, docs, ctx);
       const media = op.requestBody?.content?.['application/json'] as Json | undefined;

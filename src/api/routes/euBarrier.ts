@@ -12,7 +12,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Markets } from '../asOf.js';
-import { resolveSource, SOURCE_ALIASES, type Pair, type Source } from '../../domain/markets.js';
+import { resolveSource, sourceAliases, type Pair, type Source } from '../../domain/markets.js';
 import { EU_BARRIER_OPTION_TYPES, isDigital, valueEuBarrier } from '../../quant/barrier.js';
 import { expiryPoint, type ExpiryPoint } from '../../cache/expiryPoint.js';
 import type { Clock } from '../../domain/clock.js';
@@ -29,17 +29,17 @@ import { AsOfQuery, MAX_BATCH_ITEMS } from '../schemas.js';
 import { BATCH50, inWords, MARKET_POST, num, routePlugin, type JsonSchema, type LiveDocContext, type RouteDocs } from '../routeDefinition.js';
 
 /** The one source the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A). */
-export const EU_BARRIER_SOURCE: Source = 'DERIBIT';
+const EU_BARRIER_SOURCE: Source = 'DERIBIT';
 /** Pairs the euBarrier endpoint serves (interface-spec.md section 1: XCHG_A with BTC/USD and ETH/USD). */
-export const EU_BARRIER_PAIRS: readonly Pair[] = [
+const EU_BARRIER_PAIRS: readonly Pair[] = [
   { base: 'BTC', quote: 'USD' },
   { base: 'ETH', quote: 'USD' },
 ];
 /** The one volatility model the euBarrier endpoint prices on (static replication on the SVI smile). */
-export const EU_BARRIER_MODEL = 'SVI' as const;
+const EU_BARRIER_MODEL = 'SVI' as const;
 
 /** `DERIBIT (XCHG_A)`: the served source with its alias, as the errors and the documentation name it. */
-const SOURCE_TEXT = `${EU_BARRIER_SOURCE} (${Object.keys(SOURCE_ALIASES).filter((a) => a !== EU_BARRIER_SOURCE && SOURCE_ALIASES[a] === EU_BARRIER_SOURCE).join(', ')})`;
+const SOURCE_TEXT = `${EU_BARRIER_SOURCE} (${sourceAliases(EU_BARRIER_SOURCE).filter((a) => a !== EU_BARRIER_SOURCE).join(', ')})`;
 /** `BTC/USD and ETH/USD`: the served pairs in words. */
 const PAIRS_TEXT = inWords(EU_BARRIER_PAIRS.map((p) => `${p.base}/${p.quote}`), 'and');
 

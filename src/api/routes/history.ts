@@ -139,15 +139,20 @@ async function surfaceSeriesAnswer(q: z.infer<typeof HistoryRangeQuery>, range: 
 /** 100 000 -> `100 000`: a limit as the descriptions write it. */
 const spaced = (n: number): string => String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ' ');
 
+/** The head of a series answer (format=json): the key, the interval (one `what` per interval) and the range. */
+const seriesHead = (what: 'point' | 'surface') =>
+  z.object({
+    source: z.string(),
+    baseCurrency: z.string(),
+    quoteCurrency: z.string(),
+    volatilityModel: z.string(),
+    interval: z.string().describe(`One ${what} per interval: 1m, 5m, 1h or 1d`),
+    from: num().describe('Start of the range, Unix seconds'),
+    to: num().describe('End of the range, Unix seconds'),
+  });
+
 /** GET iVSummary/history answer with format=json. */
-const IvSummaryHistoryResult = z.object({
-  source: z.string(),
-  baseCurrency: z.string(),
-  quoteCurrency: z.string(),
-  volatilityModel: z.string(),
-  interval: z.string().describe('One point per interval: 1m, 5m, 1h or 1d'),
-  from: num().describe('Start of the range, Unix seconds'),
-  to: num().describe('End of the range, Unix seconds'),
+const IvSummaryHistoryResult = seriesHead('point').extend({
   points: z
     .array(
       z.object({
@@ -166,14 +171,7 @@ const IvSummaryHistoryResult = z.object({
 });
 
 /** GET surface/history answer with format=json. */
-const SurfaceHistoryResult = z.object({
-  source: z.string(),
-  baseCurrency: z.string(),
-  quoteCurrency: z.string(),
-  volatilityModel: z.string(),
-  interval: z.string().describe('One surface per interval: 1m, 5m, 1h or 1d'),
-  from: num().describe('Start of the range, Unix seconds'),
-  to: num().describe('End of the range, Unix seconds'),
+const SurfaceHistoryResult = seriesHead('surface').extend({
   surfaces: z
     .array(
       z.object({
