@@ -131,16 +131,17 @@ function singleSliceRefit(view: ChainView, runs: number): BenchRow {
   const g = groups[i]!;
   const prev = svi.slices.filter((s) => s.T < g.T).at(-1);
   const own = svi.slices.find((s) => s.expirationTimestamp === g.expirationTimestamp)!;
-  const st: FitContext = { lastFull: prev ? { ...prev.params } : undefined, lastFullT: prev?.T, previous: { ...own.params } };
+  const smile = MODEL_REGISTRY.SVI;
+  const st: FitContext<unknown> = { lastFull: prev ? smile.fromRecord(prev.params, prev.T, prev.forward) : undefined, lastFullT: prev?.T, previous: smile.fromRecord(own.params, own.T, own.forward) };
   let flip = 1;
   const bumped = () => {
     flip = -flip;
     return { ...g, quotes: g.quotes.map((q, j) => ({ ...q, markIv: q.markIv + (j % 2 ? 1e-4 : -1e-4) * flip })) };
   };
-  for (let w = 0; w < 20; w++) fitExpiry('SVI', bumped(), { ...st }, {});
+  for (let w = 0; w < 20; w++) fitExpiry(smile, bumped(), { ...st }, {});
   const inputs = Array.from({ length: runs }, bumped);
   let k = 0;
-  const ms = timeRuns(runs, () => void fitExpiry('SVI', inputs[k++]!, { ...st }, {}));
+  const ms = timeRuns(runs, () => void fitExpiry(smile, inputs[k++]!, { ...st }, {}));
   const p50 = median(ms);
   const one = svi.calibrationMs / Math.max(1, svi.slices.length);
   return {
@@ -174,16 +175,17 @@ function kernelCosts(view: ChainView, runs: number): BenchRow[] {
     const own = m.slices.find((s) => s.expirationTimestamp === g.expirationTimestamp);
     if (!own) continue;
     const smile = MODEL_REGISTRY[m.model];
-    const st: FitContext = { lastFull: undefined, lastFullT: undefined, previous: { ...own.params } };
+    const typed = smile.fromRecord(own.params, own.T, own.forward);
+    const st: FitContext<unknown> = { lastFull: undefined, lastFullT: undefined, previous: typed };
     let flip = 1;
     const bumped = () => {
       flip = -flip;
       return { ...g, quotes: g.quotes.map((q, j) => ({ ...q, markIv: q.markIv + (j % 2 ? 1e-4 : -1e-4) * flip })) };
     };
-    for (let w = 0; w < 10; w++) fitExpiry(m.model, bumped(), { ...st }, {});
+    for (let w = 0; w < 10; w++) fitExpiry(smile, bumped(), { ...st }, {});
     const inputs = Array.from({ length: runs }, bumped);
     let k = 0;
-    const refit = median(timeRuns(runs, () => void fitExpiry(m.model, inputs[k++]!, { ...st }, {})));
+    const refit = median(timeRuns(runs, () => void fitExpiry(smile, inputs[k++]!, { ...st }, {})));
     let sink = 0;
     const evalPass = median(
       timeRuns(runs * 20, () => {
@@ -191,8 +193,8 @@ function kernelCosts(view: ChainView, runs: number): BenchRow[] {
         for (const q of g.quotes) sink += w(q.k);
       }),
     );
-    const gateBuild = median(timeRuns(runs, () => void SliceGate.build(smile, own.params, own.T, own.forward, g.quotes)));
-    const gate = SliceGate.build(smile, own.params, own.T, own.forward, g.quotes)!;
+    const gateBuild = median(timeRuns(runs, () => void SliceGate.build(smile, typed, own.T, own.forward, g.quotes)));
+    const gate = SliceGate.build(smile, typed, own.T, own.forward, g.quotes)!;
     k = 0;
     const gateCheck = median(timeRuns(runs * 20, () => void gate.check(g.T, g.forward, inputs[k++ % runs]!.quotes)));
     if (!Number.isFinite(sink)) throw new Error('kernel bench: non-finite evaluation');

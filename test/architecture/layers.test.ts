@@ -152,7 +152,7 @@ function productionSources(): Map<string, string> {
 /** The quant modules streams/ may import: the chain fit's entry points (the worker's fitter, its options, its yield signal). */
 const STREAMS_MAY_IMPORT_FROM_QUANT = new Set(['src/quant/chain/chainFitter.ts', 'src/quant/chain/chainFit.ts', 'src/quant/chain/fitMemory.ts']);
 /** Names of the chain fit's math: none of them may appear in streams/ (it hands views to the fitter and takes fits back). */
-const FIT_MATH = /\b(fitModel|fitExpiry|sparseTarget|servedQuality|within10Delta|marketAtm|groupByExpiry|forwardPoints|sliceTotalVariance|buildModelSurface|carryForwardParams|rawCalendarCheck|MODEL_REGISTRY|modelOf|SmileModel|normCdf|deltaStrike|impliedVol\w*)\b/g;
+const FIT_MATH = /\b(fitModel|fitExpiry|sparseTarget|servedQuality|within10Delta|marketAtm|groupByExpiry|forwardPoints|sliceTotalVariance|typedTotalVariance|buildModelSurface|buildTypedSurface|readSlice|carryForward|rawCalendarCheck|MODEL_REGISTRY|modelOf|SmileModel|normCdf|deltaStrike|impliedVol\w*)\b/g;
 
 /** Where `text` lists two or more different model names: quoted names or object keys, within one statement (no `;` between) of 200 characters. */
 function modelNameLists(text: string, names: readonly string[]): string[] {

@@ -358,16 +358,16 @@ describe('eSSVI served by the chain fit (real Deribit chains)', () => {
         let prior: EssviParams | undefined;
         let priorT: number | undefined;
         for (const g of groups) {
-          const ctx = { lastFull: prior ? essviModel.toRecord(prior) : undefined, lastFullT: priorT };
+          const ctx = { lastFull: prior, lastFullT: priorT };
           const a = fitEssviSlice(g, ctx);
           const Tn = g.T * (1 - share);
-          const carried = essviModel.carryForward(essviModel.fromRecord(a.params, g.T, g.forward), g.T, Tn, g.forward, g.forward);
-          const ctxN = { lastFull: prior && priorT ? essviModel.toRecord(essviModel.carryForward(prior, priorT, priorT - share * g.T, g.forward, g.forward)) : undefined, lastFullT: priorT ? priorT - share * g.T : undefined };
-          const cold = essviModel.fromRecord(fitEssviSlice({ ...g, T: Tn }, ctxN).params, Tn, g.forward);
+          const carried = essviModel.carryForward(a.params, g.T, Tn, g.forward, g.forward);
+          const ctxN = { lastFull: prior && priorT ? essviModel.carryForward(prior, priorT, priorT - share * g.T, g.forward, g.forward) : undefined, lastFullT: priorT ? priorT - share * g.T : undefined };
+          const cold = fitEssviSlice({ ...g, T: Tn }, ctxN).params;
           const ks = [...g.quotes.map((q) => q.k), ...Array.from({ length: 21 }, (_, j) => -1 + j / 10)];
           for (const k of ks) worst = Math.max(worst, 100 * Math.abs(Math.sqrt(essviTotalVariance(carried, k) / Tn) - Math.sqrt(essviTotalVariance(cold, k) / Tn)));
           if (a.full && g.T >= SHAPE_SOURCE_MIN_T) {
-            prior = essviModel.fromRecord(a.params, g.T, g.forward);
+            prior = a.params;
             priorT = g.T;
           }
         }

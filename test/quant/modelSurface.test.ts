@@ -4,7 +4,8 @@
  * butterfly arbitrage, and carried parameters keep the implied vol per log-moneyness.
  */
 import { describe, expect, it } from 'vitest';
-import { buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
+import { buildModelSurface, rawCalendarCheck, sliceTotalVariance } from '../../src/quant/chain/modelSurface.js';
+import { modelOf } from '../../src/quant/models/index.js';
 import { MAX_WING_SLOPE, sabrWingJunctions } from '../../src/quant/models/sabr.js';
 import { sabrImpliedVol } from '../../src/quant/sabr.js';
 import { checkSmileDensity } from '../../src/quant/smileArbitrage.js';
@@ -118,19 +119,23 @@ describe('calendar rule', () => {
   });
 });
 
-describe('carryForwardParams', () => {
+describe('carryForward (each model\'s rule, src/quant/models)', () => {
   it('keeps the implied vol at each log-moneyness when a slice is carried to a later observation', () => {
     const T0 = 0.05;
     const T1 = 0.049;
+    const carried = (name: 'SVI' | 'SABR' | 'VANNA_VOLGA', stored: Record<string, number>): Record<string, number> => {
+      const m = modelOf(name);
+      return m.toRecord(m.carryForward(m.fromRecord(stored, T0, F), T0, T1, F, F * 1.01));
+    };
     const svi = { a: 0.004, b: 0.05, rho: -0.3, m: 0.01, sigma: 0.15 };
-    const c = carryForwardParams('SVI', svi, T0, T1, F, F * 1.01);
+    const c = carried('SVI', svi);
     for (const k of [-0.5, 0, 0.4]) expect(Math.sqrt(sviTotalVariance(c as unknown as SviParams, k) / T1)).toBeCloseTo(Math.sqrt(sviTotalVariance(svi, k) / T0), 14);
     const base = { K25P: 55_000, Katm: F, K25C: 65_000, vol25P: 0.62, volAtm: 0.55, vol25C: 0.57, K10P: 50_000, K10C: 71_000 };
-    const v = carryForwardParams('VANNA_VOLGA', base, T0, T1, F, F * 1.01);
+    const v = carried('VANNA_VOLGA', base);
     expect(v.Katm).toBeCloseTo(F * 1.01, 9);
     expect(v.K25P! / v.Katm!).toBeCloseTo(base.K25P / base.Katm, 14);
     expect(v.vol25P).toBe(base.vol25P);
-    const sabr = { alpha: 0.6, beta: 1, rho: -0.2, nu: 2 };
-    expect(carryForwardParams('SABR', sabr, T0, T1, F, F * 1.01)).toEqual(sabr);
+    const sabr = { alpha: 0.6, beta: 1, rho: -0.2, nu: 2, kWingL: -1, kWingR: 1 };
+    expect(carried('SABR', sabr)).toEqual(sabr);
   });
 });

@@ -58,7 +58,7 @@ describe('half-spreads of the spread-weighted objective (issue 26)', () => {
 });
 
 describe('warnings of issue 26 (quality.ts)', () => {
-  const slice = (quotes: Array<{ strike: number; k: number; markIv: number; bidIv: number | null; askIv: number | null }>, rmse: number, exp = 1_800_000_000): DraftSlice =>
+  const slice = (quotes: Array<{ strike: number; k: number; markIv: number; bidIv: number | null; askIv: number | null }>, rmse: number, exp = 1_800_000_000): DraftSlice<Record<string, number>> =>
     ({
       expirationTimestamp: exp,
       T: 0.1,
@@ -66,7 +66,7 @@ describe('warnings of issue 26 (quality.ts)', () => {
       quotes: quotes.map((x) => ({ instrument: `X-${x.strike}`, optionType: 'C', ...x })),
       params: {},
       fit: { rmseVolPts: rmse, warnings: [] },
-    }) as unknown as DraftSlice;
+    }) as unknown as DraftSlice<Record<string, number>>;
   const flat = (v: number): VolSurface => ({ impliedVol: () => v }) as unknown as VolSurface;
 
   it('a sparse slice served more than max(1 vp, the quote spread) from a mark is named; within it, not', () => {

@@ -43,7 +43,7 @@ function numbers(f: ChainFit): unknown {
 
 /**
  * The same structure and every string equal, numbers within `rel` relative (absolute near 0); the paths that differ.
- * (A slice reused by a later pass is carried through carryForwardParams, exact in exact arithmetic only: SVI's
+ * (A slice reused by a later pass is carried through its model's carryForward, exact in exact arithmetic only: SVI's
  * parameters come back within about 1e-11 relative.)
  */
 function mismatches(a: unknown, b: unknown, rel: number, path = ''): string[] {

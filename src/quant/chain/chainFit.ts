@@ -18,7 +18,7 @@
  * more than 0.1 % since
  * (SABR 0.05 %, Vanna-Volga 0.001 %: each model's SmileModel.reuseMaxTChange), each warm-started from its previous parameters (SVI:
  * `warm`, the outer search from them alone; SABR: `warm`, its LM from them alone). An unchanged expiry reuses its
- * last fit carried to the new T (carryForwardParams: the implied vol at each log-moneyness is kept). The sparse
+ * last fit carried to the new T (the model's carryForward: the implied vol at each log-moneyness is kept). The sparse
  * expiries are refitted unless their neighbours are the same fits and their quotes moved within the tolerance; the
  * wing repairs are reused for the same two fits; the calendar flags and served-surface figures are redone unless
  * every slice of the model is the same fit as in the last pass (derivedPass). Full views (start, reconnect, roll-off, the periodic safety net of streams/pipeline.ts) fit
@@ -41,21 +41,21 @@
  *   strike grid (src/quant/smileArbitrage.ts). A violating fit is repaired by a constrained refit (SVI and
  *   SABR penalty rounds inside their calibrations; Vanna-Volga: the 25-delta pillar vols shrunk towards the
  *   ATM vol by the largest factor lambda in [0, 1] that passes, lambda = 0 being flat) or, if that fails,
- *   rejected: the last good slice of that expiry stays (carried to the new observation, carryForwardParams),
+ *   rejected: the last good slice of that expiry stays (carried to the new observation by the model's carryForward),
  *   or the expiry is left out when there is none;
  * - calendar: total variance non-decreasing in T at fixed k, checked on {@link CALENDAR_GRID}; a slice below
  *   the earlier served one is served as the envelope max(w_i, W_{i-1}) (src/quant/chain/modelSurface.ts), and the
  *   served surface is verified with VolSurface.calendarArbitrageFree.
  */
 import { performance } from 'node:perf_hooks';
-import type { ArbitrageCounts, ChainFit, ModelFit, SliceWork, SmileQuote, SurfaceArbitrage } from '../../domain/chainFit.js';
+import type { ArbitrageCounts, ChainFit, ExpirySlice, ModelFit, SliceWork, SmileQuote, SurfaceArbitrage } from '../../domain/chainFit.js';
 import { mayYield, type ChainView } from '../../domain/chainView.js';
 import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
 import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions, type SmileModel } from '../models/index.js';
 import type { VolSurface } from '../surface.js';
 import { YEAR_S, MIN_EXPIRY_SECONDS, forwardPoints, groupByExpiry, type EligibleGroup } from './expiryGroups.js';
 import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlice, type MutableCounts, type PassTally, type WingRepair } from './fitMemory.js';
-import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildModelSurface, carryForwardParams, rawCalendarCheck, sliceTotalVariance } from './modelSurface.js';
+import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildTypedSurface, rawCalendarCheck, typedTotalVariance } from './modelSurface.js';
 import { crossModelWarnings, servedQuality, within10Delta, type DraftSlice } from './quality.js';
 import { SliceGate, residualsWithinTracking } from './sliceGate.js';
 import { SHAPE_SOURCE_MIN_T, SPARSE_MAX_QUOTES, sparseTarget } from './sparse.js';
@@ -63,23 +63,31 @@ import { SHAPE_SOURCE_MIN_T, SPARSE_MAX_QUOTES, sparseTarget } from './sparse.js
 /** Options of a chain fit: those of a slice fit (SABR's beta). */
 export type ChainFitOptions = SliceFitOptions;
 
-/** Fits one expiry with one model (the default is {@link fitExpiry}; tests inject others). */
-export type ExpiryFitter = (model: VolatilityModel, g: EligibleGroup, st: FitContext, options: ChainFitOptions) => SliceFit;
+/**
+ * Fits one expiry with one model, in the model's typed parameters (the default is {@link fitExpiry}; tests inject
+ * others).
+ */
+export type ExpiryFitter = <P>(smile: SmileModel<P>, g: EligibleGroup, st: FitContext<P>, options: ChainFitOptions) => SliceFit<P>;
 
 /**
- * The model's calibration of one expiry, through the registry (src/quant/models: each registered model fits a slice
- * behind SmileModel.fit).
+ * The model's calibration of one expiry (src/quant/models: each registered model fits a slice behind SmileModel.fit).
  * @throws whatever the calibration throws (no valid quote); fitModel turns it into a rejection
  */
-export function fitExpiry(model: VolatilityModel, g: EligibleGroup, st: FitContext, options: ChainFitOptions): SliceFit {
-  return MODEL_REGISTRY[model].fit(g, st, options);
+export function fitExpiry<P>(smile: SmileModel<P>, g: EligibleGroup, st: FitContext<P>, options: ChainFitOptions): SliceFit<P> {
+  return smile.fit(g, st, options);
 }
+
+/**
+ * A model's parameters as the chain fit holds them: the model's own typed parameters, opaque here (only the model's
+ * functions read them); written in their stored form once, when the fit's slices are served ({@link fitModel}).
+ */
+type Params = unknown;
 
 /** The state one model's fit of a chain shares between its passes ({@link fitModel}); `mp` in the pass functions. */
 interface ModelPass {
   readonly model: VolatilityModel;
   /** The model's module, looked up once (its fit, checks and reuse limit). */
-  readonly smile: SmileModel<unknown>;
+  readonly smile: SmileModel<Params>;
   readonly groups: readonly EligibleGroup[];
   /** Observation time of the chain, Unix s. */
   readonly obs: number;
@@ -92,7 +100,7 @@ interface ModelPass {
   readonly fitted: Map<number, FittedExpiry>;
   readonly wingRepairs: Map<number, WingRepair>;
   /** The sparse-mode prior: the last full fit so far in increasing T (set by {@link settle}). */
-  readonly st: FitContext;
+  readonly st: FitContext<Params>;
   /** Served draft slices by expiry (full and sparse passes). */
   readonly byExpiry: Map<number, DraftSlice>;
   readonly skipped: Array<{ expirationTimestamp: number; reason: string }>;
@@ -161,17 +169,19 @@ export function fitModel(
     calendarGrid: CALENDAR_GRID_TEXT,
     counts: { ...mp.counts } as ArbitrageCounts,
   };
-  return { model, slices, skipped: mp.skipped, calibrationMs: performance.now() - t0, arbitrage };
+  // the served slices in their stored form (the plain ChainFit a worker posts, snapshots and Kafka documents carry)
+  const served = slices.map((s): ExpirySlice => ({ ...s, params: mp.smile.toRecord(s.params) }));
+  return { model, slices: served, skipped: mp.skipped, calibrationMs: performance.now() - t0, arbitrage };
 }
 
 /**
  * Serve an attempt, or apply the rejection rule; returns the served draft slice (or null: left out). `reusedFrom`:
  * the attempt is an earlier fit carried to this observation (no fit ran), fitted at that time.
  */
-function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null {
+function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit<Params>, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null {
   const { smile, obs, counts, lastGood, reference, st, skipped } = mp;
   const ts = performance.now();
-  let attempt: SliceFit | null = null;
+  let attempt: SliceFit<Params> | null = null;
   let failure: string | null = null;
   try {
     attempt = run();
@@ -225,7 +235,7 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit, sparseHow:
     return null;
   }
   counts.keptPrevious++;
-  const params = carryForwardParams(smile, prev.slice.params, prev.slice.T, g.T, prev.slice.forward, g.forward);
+  const params = smile.carryForward(prev.slice.params, prev.slice.T, g.T, prev.slice.forward, g.forward);
   reference.set(g.expirationTimestamp, null);
   return {
     ...base,
@@ -270,7 +280,7 @@ function fullPass(mp: ModelPass): void {
     if (prev && (unchanged || deferred)) {
       if (unchanged) pass.reused++;
       else pass.deferred++;
-      const carried: SliceFit = { ...prev.attempt, params: carryForwardParams(smile, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
+      const carried: SliceFit<Params> = { ...prev.attempt, params: smile.carryForward(prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(mp, g, () => carried, null, prev.fittedAt);
       if (slice && slice.fit.status !== 'kept-previous') identity.set(g.expirationTimestamp, String(prev.id));
     } else {
@@ -279,13 +289,13 @@ function fullPass(mp: ModelPass): void {
       memory.chainRefits++;
       pass.refitted++;
       if (prev) pass.warm++;
-      const stFit: FitContext = prev ? { ...st, previous: carryForwardParams(smile, prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
+      const stFit: FitContext<Params> = prev ? { ...st, previous: smile.carryForward(prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
       const id = memory.nextFitId++;
       slice = settle(
         mp,
         g,
         () => {
-          const fresh = fit(model, g, stFit, options);
+          const fresh = fit(smile, g, stFit, options);
           // a warm refit computes no plain-fit figure (diagnostics only): the expiry's last one is kept
           const a = fresh.plainRmseVolPts === undefined && prev?.attempt.plainRmseVolPts !== undefined ? { ...fresh, plainRmseVolPts: prev.attempt.plainRmseVolPts } : fresh;
           fitted.set(g.expirationTimestamp, { id, signature, priorKey, attempt: a, T: g.T, forward: g.forward, fittedAt: obs, quotes: g.quotes, gate: undefined });
@@ -316,7 +326,7 @@ const GATE_SHARE = 0.5;
  * of its tolerance (a local move that a least-squares projection would spread thin, e.g. near a Vanna-Volga pillar).
  * False when the gate cannot judge (other strikes, parameters it cannot read): refit.
  */
-function withinTracking(smile: SmileModel<unknown>, prev: FittedExpiry, g: EligibleGroup): boolean {
+function withinTracking(smile: SmileModel<Params>, prev: FittedExpiry, g: EligibleGroup): boolean {
   if (smile.trackingGate === false) return false;
   // expiries under 2 days are refitted whenever their quotes change: their fits respond least regularly to the quotes
   // (plateau marks, few quotes carrying weight under the spread-weighted objective); a confirmed 20-hour SABR slice of
@@ -343,7 +353,7 @@ function sparsePass(mp: ModelPass): void {
   const sources = [...byExpiry.values()]
     .filter((s) => s.fit.status !== 'kept-previous' && s.T >= SHAPE_SOURCE_MIN_T)
     .sort((a, b) => a.T - b.T)
-    .map((s) => ({ T: s.T, w: sliceTotalVariance(smile, s), id: identity.get(s.expirationTimestamp) ?? null }));
+    .map((s) => ({ T: s.T, w: typedTotalVariance(smile, s), id: identity.get(s.expirationTimestamp) ?? null }));
   for (const g of groups) {
     if (g.quotes.length > SPARSE_MAX_QUOTES) continue;
     const lo = [...sources].reverse().find((x) => x.T < g.T) ?? null;
@@ -362,7 +372,7 @@ function sparsePass(mp: ModelPass): void {
       residualsWithinTracking(smile, memo.attempt.params, memo.T, memo.forward, memo.quotes, g.T, g.forward, g.quotes, GATE_SHARE)
     ) {
       pass.reused++;
-      const carried: SliceFit = { ...memo.attempt, params: carryForwardParams(smile, memo.attempt.params, memo.T, g.T, memo.forward, g.forward) };
+      const carried: SliceFit<Params> = { ...memo.attempt, params: smile.carryForward(memo.attempt.params, memo.T, g.T, memo.forward, g.forward) };
       const slice = settle(mp, g, () => carried, memo.how, memo.fittedAt);
       if (slice) {
         byExpiry.set(g.expirationTimestamp, slice);
@@ -374,7 +384,7 @@ function sparsePass(mp: ModelPass): void {
     const target = sparseTarget(g, lo, hi);
     pass.sparse++;
     const id = memory.nextFitId++;
-    const remember = (how: string, run: () => SliceFit) => (): SliceFit => {
+    const remember = (how: string, run: () => SliceFit<Params>) => (): SliceFit<Params> => {
       const a = run();
       if (key !== null) sparseFits.set(g.expirationTimestamp, { id, key, attempt: a, T: g.T, forward: g.forward, quotes: g.quotes, how, fittedAt: obs });
       return a;
@@ -397,11 +407,11 @@ function sparsePass(mp: ModelPass): void {
       for (let r = 0; r < 5; r++) for (const q of g.quotes) synthetic.push(q);
       synthetic.sort((a, b) => a.k - b.k);
       const how = `${target.how}; level lambda = ${target.lambda.toFixed(4)} and tilt mu = ${target.mu.toExponential(3)} (w = lambda w_shape + mu k) from the quotes`;
-      const empty: FitContext = { lastFull: undefined, lastFullT: undefined };
-      slice = settle(mp, g, remember(how, () => fit(model, { ...g, quotes: synthetic }, empty, options)), how);
+      const empty: FitContext<Params> = { lastFull: undefined, lastFullT: undefined };
+      slice = settle(mp, g, remember(how, () => fit(smile, { ...g, quotes: synthetic }, empty, options)), how);
     } else {
       const how = 'no neighbouring expiry to take a shape from: the model\'s own sparse mode (default shape)';
-      slice = settle(mp, g, remember(how, () => fit(model, g, st, options)), how);
+      slice = settle(mp, g, remember(how, () => fit(smile, g, st, options)), how);
     }
     if (slice) {
       byExpiry.set(g.expirationTimestamp, slice);
@@ -432,8 +442,8 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
   const next = slices[i + 1]!;
   if (s.fit.status === 'kept-previous' || s.fit.status === 'sparse') return;
   const g = groups.find((x) => x.expirationTimestamp === s.expirationTimestamp)!;
-  const wNext = sliceTotalVariance(smile, next);
-  const wOwn = sliceTotalVariance(smile, s);
+  const wNext = typedTotalVariance(smile, next);
+  const wOwn = typedTotalVariance(smile, s);
   const { grid, yields } = ceilingGrid(s, next);
   // the identity of this slice as the next one of the slice before it: kept while it is served unrepaired
   const ownId = identity.get(s.expirationTimestamp);
@@ -453,23 +463,23 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
       pass.ceilingReused++;
       return;
     }
-    const params = carryForwardParams(smile, memo.params, memo.T, s.T, memo.forward, s.forward);
-    const wCarried = sliceTotalVariance(smile, { T: s.T, forward: s.forward, params });
+    const params = smile.carryForward(memo.params, memo.T, s.T, memo.forward, s.forward);
+    const wCarried = typedTotalVariance(smile, { T: s.T, forward: s.forward, params });
     if (!grid.some((k) => wCarried(k) > wNext(k) * (1 + 1e-9))) {
       repair = { ...memo, params, T: s.T, forward: s.forward };
       pass.ceilingReused++;
     }
   }
   if (repair === null) {
-    let refit: SliceFit | null = null;
+    let refit: SliceFit<Params> | null = null;
     pass.ceilingRefitted++;
     try {
       // incremental: warm from the slice's own fit (its quoted part barely moves under the ceiling)
-      refit = fit(model, g, { ...st, ceiling: { w: wNext, kGrid: grid }, ...(memory.incremental ? { previous: s.params } : {}) }, options);
+      refit = fit(smile, g, { ...st, ceiling: { w: wNext, kGrid: grid }, ...(memory.incremental ? { previous: s.params } : {}) }, options);
     } catch {
       refit = null;
     }
-    const wRefit = refit && refit.butterflyFree ? sliceTotalVariance(smile, { T: s.T, forward: s.forward, params: refit.params }) : null;
+    const wRefit = refit && refit.butterflyFree ? typedTotalVariance(smile, { T: s.T, forward: s.forward, params: refit.params }) : null;
     if (!refit || wRefit === null || grid.some((k) => wRefit(k) > wNext(k) * (1 + 1e-9))) {
       if (key !== null) wingRepairs.set(s.expirationTimestamp, { key, failed: true });
       return;
@@ -564,7 +574,7 @@ function calendarPass(mp: ModelPass, slices: readonly DraftSlice[]): { calendarF
   let calendarFreeRaw = true;
   let calendarFree = true;
   if (slices.length > 0) {
-    const fns = slices.map((s) => sliceTotalVariance(smile, s));
+    const fns = slices.map((s) => typedTotalVariance(smile, s));
     const raw = rawCalendarCheck(fns, CALENDAR_GRID);
     raw.forEach((r, i) => {
       const s = slices[i]!;
@@ -576,7 +586,7 @@ function calendarPass(mp: ModelPass, slices: readonly DraftSlice[]): { calendarF
         counts.calendarRepaired++;
       }
     });
-    const served = buildModelSurface(smile, slices);
+    const served = buildTypedSurface(smile, slices);
     calendarFree = served.calendarArbitrageFree(CALENDAR_GRID).arbitrageFree;
     return { calendarFreeRaw, calendarFree, served };
   }

@@ -8,12 +8,13 @@
 import type { ExpirySlice } from '../../domain/chainFit.js';
 import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
 import type { SliceFit, SliceQuote } from '../models/index.js';
+import type { DraftSlice } from './quality.js';
 import type { SliceGate } from './sliceGate.js';
 import type { EligibleGroup } from './expiryGroups.js';
 
-/** The last good (served, not kept) slice of an expiry and when its chain was observed. */
+/** The last good (served, not kept) slice of an expiry, with the model's typed parameters, and when its chain was observed. */
 export interface GoodSlice {
-  readonly slice: ExpirySlice;
+  readonly slice: DraftSlice;
   /** Observation time of the chain it was fitted to. */
   readonly fittedAt: number;
 }
@@ -31,7 +32,7 @@ export interface MutableCounts {
 /**
  * The last calendar-ceiling wing repair of one expiry (chainFit.ts fitModel's wing repair), keyed by the own fits it was made
  * from: the identity ({@link FittedExpiry.id}) of the repaired slice's fit and of the next expiry's served slice.
- * `params` at `T` and `forward` (carried to a later observation with carryForwardParams); `failed` when that
+ * `params` at `T` and `forward` (carried to a later observation by the model's carryForward); `failed` when that
  * repair did not give an arbitrage-free slice under the ceiling.
  */
 export type WingRepair =
@@ -39,7 +40,8 @@ export type WingRepair =
   | {
       readonly key: string;
       readonly failed: false;
-      readonly params: ExpirySlice['params'];
+      /** The model's typed parameters (opaque here). */
+      readonly params: unknown;
       readonly T: number;
       readonly forward: number;
       /** The refit's own method text, minimum density and warnings. */
@@ -146,7 +148,7 @@ export interface FittedExpiry {
   readonly signature: string;
   /** Identity of the shape prior used ('' when the fit does not depend on one). */
   readonly priorKey: string;
-  readonly attempt: SliceFit;
+  readonly attempt: SliceFit<unknown>;
   readonly T: number;
   readonly forward: number;
   /** Observation time of the fit, Unix s. */
@@ -167,7 +169,7 @@ export interface SparseFit {
   readonly id: number;
   /** The neighbours' fit identities (FittedExpiry.id), and which sparse mode. */
   readonly key: string;
-  readonly attempt: SliceFit;
+  readonly attempt: SliceFit<unknown>;
   readonly T: number;
   readonly forward: number;
   readonly quotes: readonly SliceQuote[];

@@ -38,6 +38,7 @@
 import type { VolatilityModel } from '../../domain/volatilityModels.js';
 import { VolSurface, defaultCalendarGrid } from '../surface.js';
 import { modelOf, type SmileModel } from '../models/index.js';
+import type { StoredParams } from '../models/types.js';
 
 /**
  * A model as the functions below take it: its module (the chain fit passes the SmileModel it holds) or its name
@@ -55,22 +56,48 @@ export const CALENDAR_GRID: readonly number[] = Object.freeze(defaultCalendarGri
 /** Human-readable description of {@link CALENDAR_GRID}. */
 export const CALENDAR_GRID_TEXT = '241 points of k = ln(K/F) in [-3, 3]';
 
-/** What a slice needs to be turned into w(k). */
+/** What a stored slice needs to be turned into w(k): its parameters in their stored form (a snapshot, a Kafka document). */
 export interface ModelSliceInput {
   readonly expirationTimestamp: number;
   /** Years ACT/365 from the snapshot's observation, > 0. */
   readonly T: number;
   /** The expiry's forward, quote currency, > 0. */
   readonly forward: number;
-  readonly params: Readonly<Record<string, number>>;
+  /** Stored parameters, read by the model's validating `fromRecord`. */
+  readonly params: StoredParams;
   /** Diagnostics; only `calendarRepaired` is read (envelope on/off). */
   readonly fit?: { readonly calendarRepaired?: boolean };
 }
 
+/** A slice with its model's typed parameters `P` (the chain fit's form, src/quant/chain/chainFit.ts). */
+export interface TypedSlice<P> extends Omit<ModelSliceInput, 'params'> {
+  readonly params: P;
+}
+
 /**
- * Total implied variance w(k) of one slice of `model` (its module or name, {@link ModelRef}), k = ln(K/F) against the
- * slice's forward: the model's served smile (src/quant/models, wing rule included). Returns NaN where the model has no
- * value.
+ * A stored slice with its parameters read by the model (deserialization: the one place a stored slice's numbers become
+ * the model's parameters).
+ * @throws RangeError when a parameter is missing or invalid for the model
+ */
+export function readSlice<P>(m: SmileModel<P>, s: ModelSliceInput): TypedSlice<P> {
+  return { ...s, params: m.fromRecord(s.params, s.T, s.forward) };
+}
+
+/**
+ * Total implied variance w(k) of one slice with typed parameters, k = ln(K/F) against the slice's forward: the model's
+ * served smile (src/quant/models, wing rule included). Returns NaN where the model has no value.
+ * @throws RangeError when T or the forward is not finite > 0
+ */
+export function typedTotalVariance<P>(m: SmileModel<P>, slice: Pick<TypedSlice<P>, 'T' | 'forward' | 'params'>): (k: number) => number {
+  const { T, forward: F } = slice;
+  if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`sliceTotalVariance: T must be finite > 0, got ${T}`);
+  if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`sliceTotalVariance: forward must be finite > 0, got ${F}`);
+  return m.totalVariance(slice.params, T, F);
+}
+
+/**
+ * Total implied variance w(k) of one STORED slice of `model` (its module or name, {@link ModelRef}): its parameters read
+ * by the model ({@link readSlice}), then {@link typedTotalVariance}.
  * @throws RangeError when a parameter is missing or invalid for the model, T/forward are not finite > 0, or the model
  *   name is unknown
  */
@@ -79,38 +106,7 @@ export function sliceTotalVariance(model: ModelRef, slice: Pick<ModelSliceInput,
   if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`sliceTotalVariance: T must be finite > 0, got ${T}`);
   if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`sliceTotalVariance: forward must be finite > 0, got ${F}`);
   const m = moduleOf(model);
-  return m.totalVariance(m.fromRecord(slice.params, T, F), T, F);
-}
-
-/** Analytic dw/dk of one slice's served smile when the model has one (SVI), else null. */
-function sliceTotalVarianceDk(model: ModelRef, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): ((k: number) => number) | null {
-  const m = moduleOf(model);
-  return m.totalVarianceDk ? m.totalVarianceDk(m.fromRecord(slice.params, slice.T, slice.forward), slice.T, slice.forward) : null;
-}
-
-/**
- * Parameters of a slice fitted at (oldT, oldForward) carried to a later observation (newT, newForward) so that
- * its implied vol at each log-moneyness stays what it was (used when a new fit is rejected and the last good
- * slice stays):
- * - SVI: a and b scaled by newT/oldT (w(k) scales with T at fixed implied vol; raw SVI maps to raw SVI);
- * - SABR: unchanged, wing junctions included (beta = 1: the smile is a function of k; only the small
- *   T-correction of eq. (2.17a) moves);
- * - VANNA_VOLGA: pillar and wing strikes scaled by newForward/oldForward (the pillars keep their k), vols unchanged,
- *   wing curvatures (total variance) scaled by newT/oldT so that the wings keep their vols, wing scales (in k) unchanged.
- */
-export function carryForwardParams(
-  model: ModelRef,
-  params: Readonly<Record<string, number>>,
-  oldT: number,
-  newT: number,
-  oldForward: number,
-  newForward: number,
-): Record<string, number> {
-  const m = moduleOf(model);
-  const carried = m.toRecord(m.carryForward(m.fromRecord(params, oldT, oldForward), oldT, newT, oldForward, newForward));
-  // Optional parameters absent from the input (older documents) stay absent.
-  for (const name of m.optionalParameterNames) if (params[name] === undefined) delete carried[name];
-  return carried;
+  return typedTotalVariance(m, { T, forward: F, params: m.fromRecord(slice.params, T, F) });
 }
 
 /**
@@ -154,22 +150,32 @@ function envelope(own: (k: number) => number, below: (k: number) => number): (k:
 }
 
 /**
- * The VolSurface of one model over its listed slices: w(k) per slice ({@link sliceTotalVariance}), with the
- * calendar envelope on the slices whose `fit.calendarRepaired` is true (module docstring). Deterministic in
- * the slices alone, so the calibrator and a Kafka replica build the same surface from the same parameters.
+ * The VolSurface of one model over its listed STORED slices (the cache's snapshot builder, a Kafka replica): each
+ * slice read by the model ({@link readSlice}), then {@link buildTypedSurface}. Deterministic in the slices alone, so
+ * the calibrator and a replica build the same surface from the same parameters.
  * @throws RangeError when there is no slice, a slice's parameters are invalid for the model, or VolSurface
  *   rejects the slices (duplicate T, T or forward not > 0)
  */
 export function buildModelSurface(model: ModelRef, slices: readonly ModelSliceInput[]): VolSurface {
   const m = moduleOf(model);
+  return buildTypedSurface(m, slices.map((s) => readSlice(m, s)));
+}
+
+/**
+ * The VolSurface of one model over its listed slices with typed parameters: w(k) per slice (the model's served smile,
+ * {@link typedTotalVariance}), with the calendar envelope on the slices whose `fit.calendarRepaired` is true (module
+ * docstring).
+ * @throws RangeError when there is no slice, or VolSurface rejects the slices (duplicate T, T or forward not > 0)
+ */
+export function buildTypedSurface<P>(m: SmileModel<P>, slices: readonly TypedSlice<P>[]): VolSurface {
   const sorted = [...slices].sort((a, b) => a.T - b.T);
   let below: ((k: number) => number) | null = null;
   let belowDk: ((k: number) => number) | null = null;
   const inputs = sorted.map((s) => {
-    const own = sliceTotalVariance(m, s);
-    // Analytic dw/dk where the model has one (SVI); through the envelope it is the derivative of whichever side is
-    // served at k.
-    const ownDk = sliceTotalVarianceDk(m, s);
+    const own = typedTotalVariance(m, s);
+    // Analytic dw/dk where the model has one (SVI, eSSVI); through the envelope it is the derivative of whichever side
+    // is served at k.
+    const ownDk = m.totalVarianceDk ? m.totalVarianceDk(s.params, s.T, s.forward) : null;
     const enveloped = below !== null && s.fit?.calendarRepaired === true;
     const w: (k: number) => number = enveloped ? envelope(own, below!) : own;
     let dk: ((k: number) => number) | null = ownDk;

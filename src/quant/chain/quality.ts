@@ -10,8 +10,12 @@ import { deltaStrike } from '../smileFigures.js';
 import type { VolSurface } from '../surface.js';
 import type { EligibleGroup } from './expiryGroups.js';
 
-/** Mutable slice under construction by a chain fit (frozen later by src/cache/snapshotBuilder.ts buildSnapshots). */
-export type DraftSlice = Omit<ExpirySlice, 'fit'> & { fit: { -readonly [K in keyof FitDiagnostics]: FitDiagnostics[K] } };
+/**
+ * Mutable slice under construction by a chain fit, with the model's typed parameters `P` (opaque to the chain fit;
+ * written in their stored form when the slices are served, and frozen later by src/cache/snapshotBuilder.ts
+ * buildSnapshots).
+ */
+export type DraftSlice<P = unknown> = Omit<ExpirySlice, 'fit' | 'params'> & { params: P; fit: { -readonly [K in keyof FitDiagnostics]: FitDiagnostics[K] } };
 
 /** Quality warnings (issue 11 item 3): served ATM error above this many vol points... */
 export const WARN_ATM_VOL_PTS = 1;

@@ -83,7 +83,8 @@ export interface GateCheck {
 export class SliceGate {
   private constructor(
     private readonly smile: SmileModel<unknown>,
-    private readonly params: StoredParams,
+    /** The fit's typed parameters. */
+    private readonly params: unknown,
     private readonly T: number,
     private readonly forward: number,
     /** Strikes of the fitted quotes, ascending as given. */
@@ -103,9 +104,10 @@ export class SliceGate {
    * normal matrix), in which case the caller refits.
    * @param quotes the quotes the slice was fitted to (log-moneyness against `forward`)
    */
-  static build(smile: SmileModel<unknown>, params: StoredParams, T: number, forward: number, quotes: readonly SliceQuote[]): SliceGate | null {
+  static build<P>(smile: SmileModel<P>, fitted: P, T: number, forward: number, quotes: readonly SliceQuote[]): SliceGate | null {
     const n = quotes.length;
     if (n === 0 || !(T > 0) || !(forward > 0)) return null;
+    const params = smile.toRecord(fitted); // named numbers: each free one is bumped, read back by fromRecord
     const free = (smile.freeParameterNames ?? smile.parameterNames).filter((name) => typeof params[name] === 'number');
     const p = free.length;
     const ivAt = (rec: StoredParams): ((k: number) => number) | null => {
@@ -180,7 +182,7 @@ export class SliceGate {
     }
     const strikes = Float64Array.from(quotes, (q) => q.strike);
     const residual0 = Float64Array.from(quotes, (q) => base(q.k) - q.markIv);
-    return new SliceGate(smile, params, T, forward, strikes, residual0, M, tolerance, W);
+    return new SliceGate(smile, fitted, T, forward, strikes, residual0, M, tolerance, W);
   }
 
   /**
@@ -205,7 +207,7 @@ export class SliceGate {
     }
     let iv: (k: number) => number;
     try {
-      const carried = this.smile.carryForward(this.smile.fromRecord(this.params, this.T, this.forward), this.T, T, this.forward, forward);
+      const carried = this.smile.carryForward(this.params, this.T, T, this.forward, forward);
       const w = this.smile.totalVariance(carried, T, forward);
       iv = (k) => Math.sqrt(Math.max(w(k), 0) / T);
     } catch (err) {
@@ -248,9 +250,9 @@ export class SliceGate {
  * @param quotes0 the quotes fitted at (`T0`, `forward0`); @param quotes the current ones, same strikes in order
  * @param share the share of each quote's tolerance the residual change may use (default 1)
  */
-export function residualsWithinTracking(
-  smile: SmileModel<unknown>,
-  params: StoredParams,
+export function residualsWithinTracking<P>(
+  smile: SmileModel<P>,
+  params: P,
   T0: number,
   forward0: number,
   quotes0: readonly SliceQuote[],
@@ -261,7 +263,7 @@ export function residualsWithinTracking(
 ): boolean {
   if (quotes.length !== quotes0.length) return false;
   try {
-    const p0 = smile.fromRecord(params, T0, forward0);
+    const p0 = params;
     const w0 = smile.totalVariance(p0, T0, forward0);
     const w = smile.totalVariance(smile.carryForward(p0, T0, T, forward0, forward), T, forward);
     for (let i = 0; i < quotes.length; i++) {

@@ -24,7 +24,7 @@ import { checkSmileDensity } from '../smileArbitrage.js';
 import { gridLocalMinima, levenbergMarquardt } from '../lm.js';
 import { marketAtmIv } from '../quoteWeights.js';
 import { errorsAgainst, finiteOrNull, halfSpreadObjectiveWeights, servedGrid } from './fitKit.js';
-import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** eSSVI slice parameters (Gatheral-Jacquier 2014 eq. (4.1)): theta > 0 ATM total variance, |rho| < 1, phi > 0. */
 export interface EssviParams {
@@ -376,11 +376,13 @@ function sparseFit(
  * then the RMSE of the same fit without that bound (else the served fit's own).
  * @throws RangeError from calibrateEssvi (T not finite > 0; no valid quote)
  */
-export function fitEssviSlice(g: SliceInput, ctx: FitContext): SliceFit {
+export function fitEssviSlice(g: SliceInput, ctx: FitContext<EssviParams>): SliceFit<EssviParams> {
   const priorT = ctx.lastFullT;
-  const last = priorT !== undefined ? readStored(essviModel, ctx.lastFull, priorT, g.forward) : undefined;
+  // a prior or warm start outside the butterfly domain (as fromRecord reads it) is not used
+  const usable = (x: EssviParams | undefined): EssviParams | undefined => (x && essviParamViolations(x, 1e-9).length === 0 ? x : undefined);
+  const last = priorT !== undefined ? usable(ctx.lastFull) : undefined;
   const prior = last && priorT !== undefined && priorT < g.T ? last : undefined;
-  const previous = readStored(essviModel, ctx.previous, g.T, g.forward);
+  const previous = usable(ctx.previous);
   const previousOk = previous && (!prior || (previous.phi <= prior.phi && essviParamViolations(previous).length === 0)) ? previous : undefined;
   const weights = halfSpreadObjectiveWeights(g.quotes);
   const r = calibrateEssvi(
@@ -416,7 +418,7 @@ export function fitEssviSlice(g: SliceInput, ctx: FitContext): SliceFit {
     .filter((x) => x !== null)
     .join('; ');
   return {
-    params: essviModel.toRecord(p),
+    params: { theta: p.theta, rho: p.rho, phi: p.phi },
     rmseVolPts: err.rmse,
     maxErrorVolPts: err.max,
     quotesUsed: r.quotesUsed,

@@ -12,7 +12,7 @@ import { calibrateSabr } from '../sabrCalibration.js';
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
 import { finiteOrNull, halfSpreadObjectiveWeights, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
 export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
@@ -146,11 +146,11 @@ function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly numb
  * servedGrid; the slice is butterfly-free only when both the calibration's and the served check pass.
  * @throws RangeError from calibrateSabr (F, T not finite > 0; no valid quote)
  */
-export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): SliceFit {
+export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, beta: number): SliceFit<SabrServedParams> {
   // Spread-weighted, untrimmed: the served SABR is the spread-weighted least-squares Hagan fit to the marks (the
   // reference of test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
-  const prior = st.lastFullT !== undefined ? readStored(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
-  const previous = readStored(sabrModel, st.previous, g.T, g.forward);
+  const prior = st.lastFullT !== undefined ? st.lastFull : undefined;
+  const previous = st.previous;
   const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
     beta,
     weighting: 'halfSpread',
@@ -172,7 +172,7 @@ export function fitSabrSlice(g: SliceInput, st: FitContext, beta: number): Slice
   const err = servedErrors(params, g, r.quotesDropped);
   const wingsInside = wings.kWingL > kMin || wings.kWingR < kMax;
   return {
-    params: sabrModel.toRecord(params),
+    params,
     rmseVolPts: err.rmse,
     maxErrorVolPts: err.max,
     quotesUsed: r.quotesUsed,

@@ -7,7 +7,7 @@
 import { sviFirstDerivative, sviTotalVariance, type SviParams } from '../svi.js';
 import { calibrateSvi } from '../sviCalibration.js';
 import { finiteOrNull, halfSpreadObjectiveWeights, toCalibrationQuotes } from './fitKit.js';
-import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
 export const SVI_MIN_QUOTES_FULL = 7;
@@ -25,9 +25,9 @@ export const SVI_MIN_QUOTES_FULL = 7;
  * is the pipeline's calendar ceiling; `st.previous` a warm start.
  * @throws RangeError from calibrateSvi (T not finite > 0; no valid quote)
  */
-export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
-  const prior = readStored(sviModel, st.lastFull, st.lastFullT ?? g.T, g.forward);
-  const previous = readStored(sviModel, st.previous, g.T, g.forward);
+export function fitSviSlice(g: SliceInput, st: FitContext<SviParams>): SliceFit<SviParams> {
+  const prior = st.lastFull;
+  const previous = st.previous;
   const r = calibrateSvi(toCalibrationQuotes(g), g.T, {
     weighting: 'halfSpread',
     robust: false,
@@ -40,7 +40,7 @@ export function fitSviSlice(g: SliceInput, st: FitContext): SliceFit {
   // (chainFit.ts), so that the diagnostics do not double the cost of the refits that follow the market (issue 22).
   const plain = r.mode === 'svi-5p' && !previous ? calibrateSvi(toCalibrationQuotes(g), g.T, { weighting: 'uniform', robust: false, previous: r.params, warm: true }) : null;
   return {
-    params: { ...r.params },
+    params: { a: r.params.a, b: r.params.b, rho: r.params.rho, m: r.params.m, sigma: r.params.sigma },
     rmseVolPts: r.rmseVolPts,
     maxErrorVolPts: r.maxErrorVolPts,
     quotesUsed: r.quotesUsed,

@@ -32,16 +32,21 @@ export interface SliceInput {
 }
 
 /**
- * A model's parameters in their stored form (numbers only, by name: snapshots, Kafka documents, the surface endpoint's
- * `parameters`). The pipeline (src/quant/chain/chainFit.ts) is model-agnostic and carries this form; each model reads it back
- * into its typed parameters with its own validating {@link SmileModel.fromRecord}, never by a cast.
+ * A model's parameters in their stored (serialized) form, numbers only, by name: the `params` of a served slice in a
+ * snapshot, a Kafka document and the surface endpoint's `parameters`. Written once by the model's
+ * {@link SmileModel.toRecord} when a chain fit's slices are served, read back by its validating
+ * {@link SmileModel.fromRecord} where a stored slice becomes a smile again (the cache, a Kafka replica); the chain fit
+ * itself (src/quant/chain/chainFit.ts) carries each model's typed parameters `P`, never this form.
  */
 export type StoredParams = Readonly<Record<string, number>>;
 
-/** One expiry's fit by one model, before the pipeline's rejection and calendar rules. Vols in vol points where named so. */
-export interface SliceFit {
-  /** The fit in its stored form ({@link StoredParams}; the model's `toRecord`). */
-  readonly params: Record<string, number>;
+/**
+ * One expiry's fit by one model, before the pipeline's rejection and calendar rules, with the model's typed parameters
+ * `P` (an opaque value to the pipeline, handed back only to the same model). Vols in vol points where named so.
+ */
+export interface SliceFit<P> {
+  /** The fitted parameters, typed by the model. */
+  readonly params: P;
   readonly rmseVolPts: number;
   readonly maxErrorVolPts: number;
   readonly quotesUsed: number;
@@ -66,11 +71,11 @@ export interface SliceFit {
 
 /**
  * What the fit of one expiry may use from the shorter expiries already served in this recalibration, and from its
- * own previous fit. Parameters in their stored form ({@link StoredParams}); a model reads them with its `fromRecord`.
+ * own previous fit, in the model's typed parameters `P`.
  */
-export interface FitContext {
+export interface FitContext<P> {
   /** Last full fit and its T (prior of sparse expiries). */
-  lastFull: StoredParams | undefined;
+  lastFull: P | undefined;
   lastFullT: number | undefined;
   /**
    * Calendar ceiling from the next longer served expiry where it is quoted and this one is not (the pipeline's wing
@@ -83,7 +88,7 @@ export interface FitContext {
    * The slice's own previous parameters, carried to this T and forward: a warm start (incremental refit). SVI
    * starts its outer search from them alone, SABR its Levenberg-Marquardt, Vanna-Volga its pillar least squares.
    */
-  previous?: StoredParams;
+  previous?: P;
 }
 
 /** Options of a slice fit. */
@@ -120,7 +125,7 @@ export interface SmileModel<P> {
    * @throws RangeError when a parameter is missing, not finite or invalid for the model
    */
   fromRecord(r: StoredParams, T: number, forward: number): P;
-  /** The stored form (numbers only). */
+  /** The stored form (numbers only, every {@link parameterNames} entry, in that order). */
   toRecord(p: P): Record<string, number>;
   /** The SERVED smile in total variance w(k) (wing rule included); NaN where the model has no value. */
   totalVariance(p: P, T: number, forward: number): (k: number) => number;
@@ -141,31 +146,15 @@ export interface SmileModel<P> {
   /** The wing rule beyond the quoted/core range, as documented. */
   readonly wingRule: string;
   /**
-   * The model's calibration of one expiry, served smile and its butterfly check included (the stored form in
-   * `params`).
+   * The model's calibration of one expiry, served smile and its butterfly check included.
    * @throws whatever the calibration throws (no valid quote); the pipeline turns it into a rejection
    */
-  fit(g: SliceInput, ctx: FitContext, options: SliceFitOptions): SliceFit;
+  fit(g: SliceInput, ctx: FitContext<P>, options: SliceFitOptions): SliceFit<P>;
   /**
    * True when the fit of `g` borrows its shape from `ctx.lastFull` (a sparse mode of the model): an incremental
    * pass then refits it whenever that prior changes.
    */
   borrowsShape(g: SliceInput): boolean;
-}
-
-/**
- * A context's stored parameters read by `model.fromRecord`, or undefined when they are absent or not valid for the
- * model: a prior or a warm start that cannot be read is not used (the fit then starts cold / from its default shape),
- * as the calibrations themselves ignore an unusable prior or start.
- */
-export function readStored<P>(model: SmileModel<P>, r: StoredParams | undefined, T: number, forward: number): P | undefined {
-  if (r === undefined) return undefined;
-  try {
-    return model.fromRecord(r, T, forward);
-  } catch (err) {
-    if (err instanceof RangeError) return undefined;
-    throw err;
-  }
 }
 
 /** Reads a finite number named `name` from a stored record. @throws RangeError when missing or not finite */

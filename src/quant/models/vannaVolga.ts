@@ -8,7 +8,7 @@
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE, calibrateVannaVolga, defaultWingScales, vannaVolgaParamViolations, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../vannaVolga.js';
 import { errorsAgainst, finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, readStored, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Served Vanna-Volga parameters (second order; wing strikes and curvatures included). */
 export interface VannaVolgaServedParams {
@@ -95,8 +95,8 @@ export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
   borrowsShape: () => false,
 };
 
-/** Numeric VV parameters (the order is always 'second'). */
-function vvParamsRecord(p: Required<VannaVolgaParams>): Record<string, number> {
+/** The served parameters of a second-order calibration's result (its `order` is implied). */
+function servedParams(p: Required<VannaVolgaParams>): VannaVolgaServedParams {
   return {
     K25P: p.K25P,
     Katm: p.Katm,
@@ -181,8 +181,8 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: SliceInput): { param
  * check fails, the smallest repair of {@link shrinkVannaVolga}.
  * @throws RangeError from calibrateVannaVolga (F, T not finite > 0; no valid quote)
  */
-export function fitVannaVolgaSlice(g: SliceInput, st: FitContext): SliceFit {
-  const p = readStored(vannaVolgaModel, st.previous, g.T, g.forward);
+export function fitVannaVolgaSlice(g: SliceInput, st: FitContext<VannaVolgaServedParams>): SliceFit<VannaVolgaServedParams> {
+  const p = st.previous;
   // The calibration's own density check runs on the served grid and checks the served smile (wings included):
   // its verdict is the served check, not repeated here.
   const r = calibrateVannaVolga(toCalibrationQuotes(g), g.forward, g.T, {
@@ -192,7 +192,7 @@ export function fitVannaVolgaSlice(g: SliceInput, st: FitContext): SliceFit {
   });
   if (r.arbitrageFree) {
     return {
-      params: vvParamsRecord(r.params),
+      params: servedParams(r.params),
       rmseVolPts: r.rmseVolPts,
       maxErrorVolPts: r.maxErrorVolPts,
       quotesUsed: r.quotesUsed,
@@ -207,8 +207,8 @@ export function fitVannaVolgaSlice(g: SliceInput, st: FitContext): SliceFit {
     };
   }
   const s = shrinkVannaVolga(r.params, g);
-  const params = vvParamsRecord(s.params);
-  const err = errorsAgainst(vannaVolgaModel.totalVariance(vannaVolgaModel.fromRecord(params, g.T, g.forward), g.T, g.forward), g);
+  const params = servedParams(s.params);
+  const err = errorsAgainst(vannaVolgaModel.totalVariance(params, g.T, g.forward), g);
   return {
     params,
     rmseVolPts: err.rmse,
