@@ -13,8 +13,9 @@ export type { FitContext, ModelName, SliceFit, SliceFitOptions, SliceInput, Slic
 
 /**
  * Every served model by name (src/domain/volatilityModels.ts VOLATILITY_MODELS: a listed name without a module does not
- * compile). Typed `SmileModel<unknown>`: a caller holds a model's parameters only as that model's own `fromRecord` made
- * them and hands them back to the same model (each module is typed by its own parameters, e.g. `SmileModel<SviParams>`).
+ * compile). Typed `SmileModel<unknown>`: a caller holds a model's parameters only as that model's own `fit`,
+ * `carryForward` or `fromRecord` made them, opaque, and hands them back to the same model (each module is typed by its
+ * own parameters, e.g. `SmileModel<SviParams>`).
  */
 export const MODEL_REGISTRY: { readonly [M in ModelName]: SmileModel<unknown> } = {
   SVI: sviModel,

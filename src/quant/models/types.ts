@@ -2,9 +2,11 @@
  * One interface for every volatility model the service serves (issue 11 item 5): how a model's per-expiry
  * parameters become a smile in total implied variance, how they are stored (numbers only: snapshots, Kafka
  * documents), how a slice is carried to a later observation when its new fit is rejected, which arbitrage check
- * and which wing rule apply. Each model is one module in this folder (svi.ts, sabr.ts, vannaVolga.ts) registered in
- * index.ts; adding a model is one file plus its tests. Each module also FITS one expiry ({@link SmileModel.fit}): the
- * calibration worker's pipeline (src/quant/chain/chainFit.ts) calls it through the registry and never branches on the name.
+ * and which wing rule apply. Each model is one module in this folder (svi.ts, sabr.ts, vannaVolga.ts, essvi.ts)
+ * registered in index.ts; adding a model is one file plus its tests. Each module also FITS one expiry
+ * ({@link SmileModel.fit}): the calibration worker's pipeline (src/quant/chain/chainFit.ts) calls it through the
+ * registry, never branches on the name, and carries the fit's typed parameters `P` to the model's own functions; the
+ * stored form ({@link StoredParams}) is written and read only where a slice is served or rebuilt.
  *
  * Units: k = ln(K/F) against the expiry's forward F; T in years ACT/365; w(k) = sigma(k)^2 T.
  */
