@@ -146,6 +146,12 @@ export type FundingHistoryItem = z.infer<typeof FundingHistoryItemSchema>;
 export const BYBIT_MAX_ARGS_CHARS = 21_000;
 /** Bybit's cap on option args per connection (docs: Connect, "Args limits"). */
 export const BYBIT_MAX_OPTION_ARGS = 2_000;
+/** Bybit production public option stream (docs: Connect). */
+export const BYBIT_OPTION_WS_URL = 'wss://stream.bybit.com/v5/public/option';
+/** Bybit production public linear (USDT/USDC perpetual and futures) stream (docs: Connect). */
+export const BYBIT_LINEAR_WS_URL = 'wss://stream.bybit.com/v5/public/linear';
+/** Bybit production REST base. */
+export const BYBIT_REST_URL = 'https://api.bybit.com';
 
 /** Serialize one `{req_id?, op, args}` request frame (docs: Connect, "How to Subscribe to Topics"). */
 export function bybitRequest(op: 'subscribe' | 'unsubscribe', args: readonly string[], reqId?: string): string {

@@ -211,6 +211,10 @@ export function argKey(a: { channel: string; instId?: string | undefined; instFa
 export const OKX_MAX_REQUEST_BYTES = 64 * 1024;
 /** subscribe/unsubscribe/login requests allowed per connection per hour (docs: Connect). */
 export const OKX_REQUESTS_PER_HOUR = 480;
+/** OKX production public WebSocket. */
+export const OKX_WS_URL = 'wss://ws.okx.com:8443/ws/v5/public';
+/** OKX production REST base. */
+export const OKX_REST_URL = 'https://www.okx.com';
 
 /** Serialize one `{id, op, args}` request frame. `id`: 1-32 alphanumerics (docs: Subscribe). */
 export function okxRequest(op: 'subscribe' | 'unsubscribe', args: readonly OkxSubscriptionArg[], id?: string): string {
