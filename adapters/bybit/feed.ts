@@ -18,14 +18,8 @@
 import { RestError, pageBackwards } from '../shared/rest.js';
 import { ExchangeFeed, type ExchangeDescription, type RestFeedOptions } from '../shared/exchangeFeed.js';
 import { BybitDropKinds, BybitNormalizer, bybitRestList, normalizeBybitFundingHistory, normalizeBybitInstruments, type BybitListingInfo } from './normalize.js';
-import { BYBIT_MAX_ARGS_CHARS, BYBIT_MAX_OPTION_ARGS, batchBybitTopics, bybitRequest } from './wire.js';
-
-/** Bybit production public option stream. */
-export const BYBIT_OPTION_WS_URL = 'wss://stream.bybit.com/v5/public/option';
-/** Bybit production public linear (USDT/USDC perpetual and futures) stream. */
-export const BYBIT_LINEAR_WS_URL = 'wss://stream.bybit.com/v5/public/linear';
-/** Bybit production REST base. */
-export const BYBIT_REST_URL = 'https://api.bybit.com';
+import { BYBIT_LINEAR_WS_URL, BYBIT_MAX_ARGS_CHARS, BYBIT_MAX_OPTION_ARGS, BYBIT_OPTION_WS_URL, BYBIT_REST_URL, batchBybitTopics, bybitRequest } from './wire.js';
+export { BYBIT_OPTION_WS_URL, BYBIT_LINEAR_WS_URL, BYBIT_REST_URL } from './wire.js';
 
 /** Options of {@link BybitFeed} (with {@link RestFeedOptions}: pairs among BTC/USDC, ETH/USDC, SOL/USDC; REST pacing default 100 ms). */
 export interface BybitFeedOptions extends RestFeedOptions {

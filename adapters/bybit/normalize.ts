@@ -35,30 +35,14 @@
  */
 import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
 import type { Pair } from '../../src/domain/markets.js';
-import {
-  CommonDropKinds,
-  FundingDedupe,
-  FundingHistoryBuilder,
-  HOUR_MS,
-  drop,
-  eachListedItem,
-  finite,
-  fundingRate,
-  futureQuote,
-  instrumentDefinition,
-  isRecord,
-  ivFromPrice,
-  listedExpiry,
-  neverThrows,
-  optionQuote,
-  pos,
-  zodDetail,
-  type DroppedItem,
-  type ListNormalizeResult,
-} from '../shared/normalizeKit.js';
+import { CommonDropKinds, FundingDedupe, FundingHistoryBuilder, HOUR_MS, drop, eachListedItem, finite, fundingRate, futureQuote, instrumentDefinition, isRecord, ivFromPrice, listedExpiry, neverThrows, optionQuote, pos, zodDetail, type DroppedItem, type ListNormalizeResult } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseBybitSymbol, pairOfBaseCoin, type BybitSymbol } from './instruments.js';
+import { BybitInstrumentSchema, BybitRestEnvelopeSchema, CommandRespSchema, FundingHistoryItemSchema, LinearTickerSchema, OpResponseSchema, OptionTickerSchema, TickerMessageSchema, type BybitInstrument, type LinearTicker, type OptionTicker, type TickerMessage } from './wire.js';
 import { fastFields, StringMemo, type FastFieldSpec } from '../shared/fastFields.js';
+
+/** The `source` of every event this normalizer emits. */
+const SOURCE = 'BYBIT' as const;
 
 /** The fields of {@link OptionTickerSchema}, for its fast path (adapters/shared/fastFields.ts). */
 const OPTION_TICKER_FIELDS: FastFieldSpec = {
@@ -77,22 +61,6 @@ function fastTickerMessage(raw: Record<string, unknown>): TickerMessage | null {
   if (!isRecord(data)) return null;
   return raw as TickerMessage;
 }
-import {
-  BybitInstrumentSchema,
-  BybitRestEnvelopeSchema,
-  CommandRespSchema,
-  FundingHistoryItemSchema,
-  LinearTickerSchema,
-  OpResponseSchema,
-  OptionTickerSchema,
-  TickerMessageSchema,
-  type BybitInstrument,
-  type LinearTicker,
-  type OptionTicker,
-  type TickerMessage,
-} from './wire.js';
-
-export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
 
 /** The stable drop labels of the Bybit normalizer (metrics, README). */
 export const BybitDropKinds = {
@@ -104,7 +72,6 @@ export const BybitDropKinds = {
   restError: 'rest-error',
 } as const;
 
-const SOURCE = 'BYBIT' as const;
 /** Bybit's usual funding interval, hours (docs: fundingIntervalHour "8" in the examples). */
 export const BYBIT_DEFAULT_FUNDING_INTERVAL_H = 8;
 
@@ -448,24 +415,13 @@ export function normalizeBybitFundingHistory(body: unknown, intervalHours?: numb
     list = r.list;
   }
   const history = new FundingHistoryBuilder();
-  for (const item of list) {
-    const parsed = FundingHistoryItemSchema.safeParse(item);
-    if (!parsed.success) {
-      dropped.push({ kind: BybitDropKinds.badFunding, detail: zodDetail(parsed.error) });
-      continue;
-    }
-    const it = parsed.data;
+  eachListedItem(list, FundingHistoryItemSchema, BybitDropKinds.badFunding, dropped, (it) => {
     const p = parseBybitSymbol(it.symbol);
-    if (!p.ok || p.instrument.type !== 'perpetual') {
-      dropped.push({ kind: BybitDropKinds.unsupportedInstrument, detail: p.ok ? `${it.symbol}: not a perpetual` : p.detail });
-      continue;
-    }
-    if (!pos(it.fundingRateTimestamp) || it.fundingRate === null) {
-      dropped.push({ kind: BybitDropKinds.badFunding, detail: `${it.symbol}: ${it.fundingRateTimestamp} ${it.fundingRate}` });
-      continue;
-    }
+    if (!p.ok || p.instrument.type !== 'perpetual') return { kind: BybitDropKinds.unsupportedInstrument, detail: p.ok ? `${it.symbol}: not a perpetual` : p.detail };
+    if (!pos(it.fundingRateTimestamp) || it.fundingRate === null) return { kind: BybitDropKinds.badFunding, detail: `${it.symbol}: ${it.fundingRateTimestamp} ${it.fundingRate}` };
     history.add(p.instrument, it.fundingRateTimestamp, it.fundingRate);
-  }
+    return null;
+  });
   return { events: history.events(SOURCE, BYBIT_DEFAULT_FUNDING_INTERVAL_H, intervalHours), dropped };
 }
 

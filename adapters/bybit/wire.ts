@@ -30,17 +30,20 @@
  *   (10006: too many visits).
  */
 import { z } from 'zod';
-
-const DECIMAL_RE = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/;
+import { absentAsNull, decimalStringSchema, fieldsOf } from '../shared/wireKit.js';
 
 /**
  * A numeric string field, parsed strictly: `""` -> null (missing); a plain decimal -> a finite
- * number; anything else (including a JSON number, whitespace, `NaN`, `Infinity`) fails validation.
+ * number; anything else (including a JSON number, whitespace, `NaN`, `Infinity`) fails validation
+ * (adapters/shared/wireKit.ts, the same rule as OKX's).
  */
-export const bybitNum = z.union([z.literal('').transform(() => null), z.string().regex(DECIMAL_RE).transform(Number).pipe(z.number())]);
+export const bybitNum = decimalStringSchema;
 
 /** {@link bybitNum}, also accepting an absent field (-> null). */
-export const bybitOptNum = bybitNum.optional().transform((v) => v ?? null);
+export const bybitOptNum = absentAsNull(bybitNum);
+
+/** A text field that may be absent (-> undefined). */
+const optStr = z.string().optional();
 
 /** A ticker push: `{topic, type: snapshot|delta, ts (ms), cs?, id?, data}` (docs: Ticker). */
 export const TickerMessageSchema = z.looseObject({
@@ -48,7 +51,7 @@ export const TickerMessageSchema = z.looseObject({
   type: z.enum(['snapshot', 'delta']),
   ts: z.number(),
   cs: z.number().optional(),
-  id: z.string().optional(),
+  id: optStr,
   data: z.record(z.string(), z.unknown()),
 });
 export type TickerMessage = z.infer<typeof TickerMessageSchema>;
@@ -61,22 +64,9 @@ export type TickerMessage = z.infer<typeof TickerMessageSchema>;
  */
 export const OptionTickerSchema = z.looseObject({
   symbol: z.string(),
-  bidPrice: bybitOptNum,
-  bidSize: bybitOptNum,
-  bidIv: bybitOptNum,
-  askPrice: bybitOptNum,
-  askSize: bybitOptNum,
-  askIv: bybitOptNum,
-  lastPrice: bybitOptNum,
-  markPrice: bybitOptNum,
-  indexPrice: bybitNum,
-  markPriceIv: bybitNum,
-  underlyingPrice: bybitNum,
-  delta: bybitOptNum,
-  gamma: bybitOptNum,
-  vega: bybitOptNum,
-  theta: bybitOptNum,
-  predictedDeliveryPrice: bybitOptNum,
+  ...fieldsOf(bybitOptNum, ['bidPrice', 'bidSize', 'bidIv', 'askPrice', 'askSize', 'askIv', 'lastPrice', 'markPrice']),
+  ...fieldsOf(bybitNum, ['indexPrice', 'markPriceIv', 'underlyingPrice']),
+  ...fieldsOf(bybitOptNum, ['delta', 'gamma', 'vega', 'theta', 'predictedDeliveryPrice']),
 });
 export type OptionTicker = z.infer<typeof OptionTickerSchema>;
 
@@ -88,15 +78,8 @@ export type OptionTicker = z.infer<typeof OptionTickerSchema>;
  */
 export const LinearTickerSchema = z.looseObject({
   symbol: z.string(),
-  markPrice: bybitOptNum,
-  indexPrice: bybitOptNum,
-  lastPrice: bybitOptNum,
-  bid1Price: bybitOptNum,
-  ask1Price: bybitOptNum,
-  fundingRate: bybitOptNum,
-  nextFundingTime: bybitOptNum,
-  fundingIntervalHour: bybitOptNum,
-  deliveryTime: z.string().optional(),
+  ...fieldsOf(bybitOptNum, ['markPrice', 'indexPrice', 'lastPrice', 'bid1Price', 'ask1Price', 'fundingRate', 'nextFundingTime', 'fundingIntervalHour']),
+  deliveryTime: optStr,
   basis: bybitOptNum,
 });
 export type LinearTicker = z.infer<typeof LinearTickerSchema>;
@@ -105,9 +88,9 @@ export type LinearTicker = z.infer<typeof LinearTickerSchema>;
 export const OpResponseSchema = z.looseObject({
   op: z.string(),
   success: z.boolean().optional(),
-  ret_msg: z.string().optional(),
-  conn_id: z.string().optional(),
-  req_id: z.string().optional(),
+  ret_msg: optStr,
+  conn_id: optStr,
+  req_id: optStr,
   args: z.array(z.unknown()).optional(),
 });
 export type OpResponse = z.infer<typeof OpResponseSchema>;
@@ -116,7 +99,7 @@ export type OpResponse = z.infer<typeof OpResponseSchema>;
 export const CommandRespSchema = z.looseObject({
   type: z.literal('COMMAND_RESP'),
   success: z.boolean().optional(),
-  conn_id: z.string().optional(),
+  conn_id: optStr,
   data: z.looseObject({ failTopics: z.array(z.string()).optional(), successTopics: z.array(z.string()).optional() }).optional(),
 });
 export type CommandResp = z.infer<typeof CommandRespSchema>;
@@ -124,12 +107,12 @@ export type CommandResp = z.infer<typeof CommandRespSchema>;
 /** REST envelope: `{retCode, retMsg, result: {category?, list, nextPageCursor?}, time}` (retCode 0 = OK). */
 export const BybitRestEnvelopeSchema = z.looseObject({
   retCode: z.number(),
-  retMsg: z.string().optional(),
+  retMsg: optStr,
   result: z
     .looseObject({
-      category: z.string().optional(),
+      category: optStr,
       list: z.array(z.unknown()).optional(),
-      nextPageCursor: z.string().optional(),
+      nextPageCursor: optStr,
     })
     .optional(),
   time: z.number().optional(),
@@ -144,14 +127,10 @@ export type BybitRestEnvelope = z.infer<typeof BybitRestEnvelopeSchema>;
  */
 export const BybitInstrumentSchema = z.looseObject({
   symbol: z.string(),
-  status: z.string().optional(),
+  status: optStr,
   baseCoin: z.string(),
-  quoteCoin: z.string().optional(),
-  settleCoin: z.string().optional(),
-  optionsType: z.string().optional(),
-  contractType: z.string().optional(),
-  launchTime: bybitOptNum,
-  deliveryTime: bybitOptNum,
+  ...fieldsOf(optStr, ['quoteCoin', 'settleCoin', 'optionsType', 'contractType']),
+  ...fieldsOf(bybitOptNum, ['launchTime', 'deliveryTime']),
   fundingInterval: z.number().optional(),
 });
 export type BybitInstrument = z.infer<typeof BybitInstrumentSchema>;
@@ -159,8 +138,7 @@ export type BybitInstrument = z.infer<typeof BybitInstrumentSchema>;
 /** One funding-history item: `fundingRate` (fraction for the interval), `fundingRateTimestamp` (ms string). */
 export const FundingHistoryItemSchema = z.looseObject({
   symbol: z.string(),
-  fundingRate: bybitNum,
-  fundingRateTimestamp: bybitNum,
+  ...fieldsOf(bybitNum, ['fundingRate', 'fundingRateTimestamp']),
 });
 export type FundingHistoryItem = z.infer<typeof FundingHistoryItemSchema>;
 
@@ -168,6 +146,12 @@ export type FundingHistoryItem = z.infer<typeof FundingHistoryItemSchema>;
 export const BYBIT_MAX_ARGS_CHARS = 21_000;
 /** Bybit's cap on option args per connection (docs: Connect, "Args limits"). */
 export const BYBIT_MAX_OPTION_ARGS = 2_000;
+/** Bybit production public option stream (docs: Connect). */
+export const BYBIT_OPTION_WS_URL = 'wss://stream.bybit.com/v5/public/option';
+/** Bybit production public linear (USDT/USDC perpetual and futures) stream (docs: Connect). */
+export const BYBIT_LINEAR_WS_URL = 'wss://stream.bybit.com/v5/public/linear';
+/** Bybit production REST base. */
+export const BYBIT_REST_URL = 'https://api.bybit.com';
 
 /** Serialize one `{req_id?, op, args}` request frame (docs: Connect, "How to Subscribe to Topics"). */
 export function bybitRequest(op: 'subscribe' | 'unsubscribe', args: readonly string[], reqId?: string): string {

@@ -30,44 +30,17 @@
  */
 import type { FundingRate, InstrumentDefinition, MarketEvent } from '../../src/domain/events.js';
 import type { Pair } from '../../src/domain/markets.js';
-import {
-  CommonDropKinds,
-  drop,
-  errorMessage,
-  fundingRate,
-  futureQuote,
-  instrumentDefinition as definitionEvent,
-  isRecord,
-  ivFromPrice,
-  neverThrows,
-  optionQuote,
-  pos,
-  zodDetail,
-  type DroppedItem,
-  type ListNormalizeResult,
-} from '../shared/normalizeKit.js';
+import { CommonDropKinds, drop, errorMessage, fundingRate, futureQuote, instrumentDefinition as definitionEvent, isRecord, ivFromPrice, neverThrows, optionQuote, pos, zodDetail, type DroppedItem, type ListNormalizeResult } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { parseInstrumentName, pairOfIndexName, type DeribitInstrument } from './instruments.js';
+import { FundingPointSchema, FutureTickerSchema, HeartbeatSchema, InstrumentSchema, OptionTickerSchema, PriceIndexDataSchema, RpcErrorResponseSchema, SubscriptionNotificationSchema, TestResultSchema, type FutureTicker, type OptionTicker, type PriceIndexData } from './wire.js';
 import { StringMemo } from '../shared/fastFields.js';
+
+/** The `source` of every event this normalizer emits. */
+const SOURCE = 'DERIBIT' as const;
 
 /** Parsed ticker instrument names (a pure function of the name, shared by every caller; bounded). */
 const TICKER_NAMES = new StringMemo((name: string) => parseInstrumentName(name));
-import {
-  FundingPointSchema,
-  FutureTickerSchema,
-  HeartbeatSchema,
-  InstrumentSchema,
-  OptionTickerSchema,
-  PriceIndexDataSchema,
-  RpcErrorResponseSchema,
-  SubscriptionNotificationSchema,
-  TestResultSchema,
-  type FutureTicker,
-  type OptionTicker,
-  type PriceIndexData,
-} from './wire.js';
-
-export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
 
 /** The stable drop labels this normalizer uses (for metrics and the README). */
 export const DropKinds = {
@@ -81,8 +54,6 @@ export const DropKinds = {
   rpcError: 'rpc-error',
   unattributedFunding: 'unattributed-funding-history',
 } as const;
-
-const SOURCE = 'DERIBIT' as const;
 
 /** Map a parse failure of an instrument name to a drop label. */
 function nameDropKind(reason: 'combo' | 'unsupported' | 'malformed', badKind: string): string {

@@ -19,6 +19,7 @@
  * - Errors: /articles/errors (`error.code`, `error.message`, optional `error.data`; 10028 too_many_requests)
  */
 import { z } from 'zod';
+import { fieldsOf } from '../shared/wireKit.js';
 
 /** JSON numbers as zod 4 accepts them: finite (NaN and ±Infinity rejected). */
 const num = z.number();
@@ -39,13 +40,7 @@ export const TickerBaseSchema = z.looseObject({
   mark_price: num,
   /** Spot index of the instrument's currency pair, quote currency. */
   index_price: num,
-  best_bid_price: optNum,
-  best_ask_price: optNum,
-  best_bid_amount: optNum,
-  best_ask_amount: optNum,
-  last_price: optNum,
-  open_interest: optNum,
-  settlement_price: optNum,
+  ...fieldsOf(optNum, ['best_bid_price', 'best_ask_price', 'best_bid_amount', 'best_ask_amount', 'last_price', 'open_interest', 'settlement_price']),
   /** A number, or the string "expired" once the instrument has expired. */
   estimated_delivery_price: z.union([num, z.string()]).nullable().optional(),
 });
@@ -81,9 +76,7 @@ export type OptionTicker = z.infer<typeof OptionTickerSchema>;
  * `interest_value` (docs: ticker channel, "Perpetual-specific data").
  */
 export const FutureTickerSchema = TickerBaseSchema.extend({
-  current_funding: optNum,
-  funding_8h: optNum,
-  interest_value: optNum,
+  ...fieldsOf(optNum, ['current_funding', 'funding_8h', 'interest_value']),
 });
 export type FutureTicker = z.infer<typeof FutureTickerSchema>;
 

@@ -14,12 +14,8 @@ import { RestError, pageBackwards } from '../shared/rest.js';
 import { ExchangeFeed, type ExchangeDescription, type RestFeedOptions } from '../shared/exchangeFeed.js';
 import { familyOf, swapOf } from './instruments.js';
 import { OkxDropKinds, OkxNormalizer, normalizeOkxFundingHistory, normalizeOkxInstruments } from './normalize.js';
-import { OKX_MAX_REQUEST_BYTES, OKX_REQUESTS_PER_HOUR, OkxEventSchema, argKey, batchOkxRequests, type OkxSubscriptionArg } from './wire.js';
-
-/** OKX production public WebSocket. */
-export const OKX_WS_URL = 'wss://ws.okx.com:8443/ws/v5/public';
-/** OKX production REST base. */
-export const OKX_REST_URL = 'https://www.okx.com';
+import { OKX_MAX_REQUEST_BYTES, OKX_REQUESTS_PER_HOUR, OKX_REST_URL, OKX_WS_URL, OkxEventSchema, argKey, batchOkxRequests, type OkxSubscriptionArg } from './wire.js';
+export { OKX_WS_URL, OKX_REST_URL } from './wire.js';
 
 /** Options of {@link OkxFeed} (with {@link RestFeedOptions}: pairs among BTC/USD and ETH/USD; REST pacing default 250 ms). */
 export interface OkxFeedOptions extends RestFeedOptions {

@@ -37,45 +37,14 @@
  * test/fixtures/okx/.
  */
 import type { FundingRate, FutureQuote, InstrumentDefinition, MarketEvent, OptionQuote } from '../../src/domain/events.js';
-import {
-  CommonDropKinds,
-  FundingDedupe,
-  FundingHistoryBuilder,
-  HOUR_MS,
-  drop,
-  eachListedItem,
-  fundingRate,
-  futureQuote,
-  instrumentDefinition,
-  isRecord,
-  listedExpiry,
-  neverThrows,
-  optionQuote,
-  pos,
-  zodDetail,
-  type DroppedItem,
-  type ListNormalizeResult,
-} from '../shared/normalizeKit.js';
+import { CommonDropKinds, FundingDedupe, FundingHistoryBuilder, HOUR_MS, drop, eachListedItem, fundingRate, futureQuote, instrumentDefinition, isRecord, listedExpiry, neverThrows, optionQuote, pos, zodDetail, type DroppedItem, type ListNormalizeResult } from '../shared/normalizeKit.js';
 import type { NormalizeResult, Normalizer } from '../../src/domain/feeds.js';
 import { fastFields, StringMemo, type FastFieldSpec } from '../shared/fastFields.js';
 import { parseOkxInstId, pairOfFamily, type OkxInstrument } from './instruments.js';
-import {
-  FundingHistoryItemSchema,
-  FundingRatePushSchema,
-  IndexTickerSchema,
-  MarkPriceSchema,
-  OkxEventSchema,
-  OkxInstrumentSchema,
-  OkxPushSchema,
-  OkxRestEnvelopeSchema,
-  OptSummarySchema,
-  TickerSchema,
-  type FundingRatePush,
-  type OkxInstrument as OkxInstrumentItem,
-  type OptSummary,
-} from './wire.js';
+import { FundingHistoryItemSchema, FundingRatePushSchema, IndexTickerSchema, MarkPriceSchema, OkxEventSchema, OkxInstrumentSchema, OkxPushSchema, OkxRestEnvelopeSchema, OptSummarySchema, TickerSchema, type FundingRatePush, type OkxInstrument as OkxInstrumentItem, type OptSummary } from './wire.js';
 
-export type { DroppedItem, ListNormalizeResult } from '../shared/normalizeKit.js';
+/** The `source` of every event this normalizer emits. */
+const SOURCE = 'OKX' as const;
 
 /** The fields of {@link OptSummarySchema}, for its fast path (adapters/shared/fastFields.ts). */
 const OPT_SUMMARY_FIELDS: FastFieldSpec = {
@@ -112,7 +81,6 @@ export const OkxDropKinds = {
   restError: 'rest-error',
 } as const;
 
-const SOURCE = 'OKX' as const;
 /** OKX's usual funding interval, hours (docs: funding rate channel, "currently set at 8 hours"). */
 export const OKX_DEFAULT_FUNDING_INTERVAL_H = 8;
 
@@ -580,28 +548,14 @@ export function normalizeOkxFundingHistory(body: unknown): ListNormalizeResult<F
   const r = restData(body);
   if (!r.ok) return { events: [], dropped: [{ kind: OkxDropKinds.restError, detail: r.detail }] };
   const history = new FundingHistoryBuilder();
-  for (const item of r.data) {
-    const parsed = FundingHistoryItemSchema.safeParse(item);
-    if (!parsed.success) {
-      dropped.push({ kind: OkxDropKinds.badFunding, detail: zodDetail(parsed.error) });
-      continue;
-    }
-    const it = parsed.data;
+  eachListedItem(r.data, FundingHistoryItemSchema, OkxDropKinds.badFunding, dropped, (it) => {
     const p = parseOkxInstId(it.instId);
-    if (!p.ok) {
-      dropped.push({ kind: nameDrop(p.reason, OkxDropKinds.badFunding), detail: p.detail });
-      continue;
-    }
-    if (p.instrument.type !== 'perpetual') {
-      dropped.push({ kind: OkxDropKinds.unsupportedInstrument, detail: `${it.instId}: not a swap` });
-      continue;
-    }
+    if (!p.ok) return { kind: nameDrop(p.reason, OkxDropKinds.badFunding), detail: p.detail };
+    if (p.instrument.type !== 'perpetual') return { kind: OkxDropKinds.unsupportedInstrument, detail: `${it.instId}: not a swap` };
     const rate = it.realizedRate ?? it.fundingRate;
-    if (!pos(it.fundingTime) || rate === null) {
-      dropped.push({ kind: OkxDropKinds.badFunding, detail: `${it.instId}: fundingTime ${it.fundingTime}, rate ${rate}` });
-      continue;
-    }
+    if (!pos(it.fundingTime) || rate === null) return { kind: OkxDropKinds.badFunding, detail: `${it.instId}: fundingTime ${it.fundingTime}, rate ${rate}` };
     history.add(p.instrument, it.fundingTime, rate);
-  }
+    return null;
+  });
   return { events: history.events(SOURCE, OKX_DEFAULT_FUNDING_INTERVAL_H), dropped };
 }

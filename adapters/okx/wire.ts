@@ -30,19 +30,21 @@
  * - Error codes: #error-code-websocket-public (60012 invalid request, 60014 too frequent, 64008 ...).
  */
 import { z } from 'zod';
-
-/** A plain decimal as OKX prints it: `-0.0004270396398519`, `64280`, `1785870839964` (an exponent is tolerated). */
-const DECIMAL_RE = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/;
+import { absentAsNull, decimalStringSchema, fieldsOf } from '../shared/wireKit.js';
 
 /**
  * A numeric string field, parsed strictly: `""` -> null (missing, OKX's convention); a plain
- * decimal -> a finite number; anything else (including an actual JSON number, whitespace, `NaN`,
- * `Infinity`, hex) fails validation.
+ * decimal as OKX prints it (`-0.0004270396398519`, `64280`, `1785870839964`; an exponent is
+ * tolerated) -> a finite number; anything else (including an actual JSON number, whitespace, `NaN`,
+ * `Infinity`, hex) fails validation (adapters/shared/wireKit.ts, the same rule as Bybit's).
  */
-export const okxNum = z.union([z.literal('').transform(() => null), z.string().regex(DECIMAL_RE).transform(Number).pipe(z.number())]);
+export const okxNum = decimalStringSchema;
 
 /** {@link okxNum}, also accepting an absent field (-> null). */
-export const okxOptNum = okxNum.optional().transform((v) => v ?? null);
+export const okxOptNum = absentAsNull(okxNum);
+
+/** A text field that may be absent (-> undefined). */
+const optStr = z.string().optional();
 
 /**
  * Parse one OKX numeric string outside a schema: null for `""`/absent, a finite number for a plain
@@ -57,11 +59,11 @@ export function parseOkxNumber(v: unknown): number | null | undefined {
 /** `arg` of a push or of an event answer: the channel and its instrument selector. */
 export const OkxArgSchema = z.looseObject({
   channel: z.string(),
-  instId: z.string().optional(),
-  instFamily: z.string().optional(),
+  instId: optStr,
+  instFamily: optStr,
   /** Old (2021) selector of opt-summary, replaced by `instFamily` (error 64000). */
-  uly: z.string().optional(),
-  instType: z.string().optional(),
+  uly: optStr,
+  instType: optStr,
 });
 export type OkxArg = z.infer<typeof OkxArgSchema>;
 
@@ -69,7 +71,7 @@ export type OkxArg = z.infer<typeof OkxArgSchema>;
 export const OkxPushSchema = z.looseObject({
   arg: OkxArgSchema,
   data: z.array(z.unknown()),
-  action: z.string().optional(),
+  action: optStr,
 });
 export type OkxPush = z.infer<typeof OkxPushSchema>;
 
@@ -79,11 +81,11 @@ export type OkxPush = z.infer<typeof OkxPushSchema>;
  */
 export const OkxEventSchema = z.looseObject({
   event: z.string(),
-  id: z.string().optional(),
+  id: optStr,
   arg: OkxArgSchema.optional(),
-  code: z.string().optional(),
-  msg: z.string().optional(),
-  connId: z.string().optional(),
+  code: optStr,
+  msg: optStr,
+  connId: optStr,
 });
 export type OkxEvent = z.infer<typeof OkxEventSchema>;
 
@@ -94,24 +96,12 @@ export type OkxEvent = z.infer<typeof OkxEventSchema>;
  * after 2021: the 2021 captures lack them.
  */
 export const OptSummarySchema = z.looseObject({
-  instType: z.string().optional(),
+  instType: optStr,
   instId: z.string(),
-  uly: z.string().optional(),
-  delta: okxOptNum,
-  gamma: okxOptNum,
-  vega: okxOptNum,
-  theta: okxOptNum,
-  deltaBS: okxOptNum,
-  gammaBS: okxOptNum,
-  vegaBS: okxOptNum,
-  thetaBS: okxOptNum,
-  lever: okxOptNum,
+  uly: optStr,
+  ...fieldsOf(okxOptNum, ['delta', 'gamma', 'vega', 'theta', 'deltaBS', 'gammaBS', 'vegaBS', 'thetaBS', 'lever']),
   markVol: okxNum,
-  bidVol: okxOptNum,
-  askVol: okxOptNum,
-  realVol: okxOptNum,
-  volLv: okxOptNum,
-  fwdPx: okxOptNum,
+  ...fieldsOf(okxOptNum, ['bidVol', 'askVol', 'realVol', 'volLv', 'fwdPx']),
   ts: okxNum,
 });
 export type OptSummary = z.infer<typeof OptSummarySchema>;
@@ -119,14 +109,13 @@ export type OptSummary = z.infer<typeof OptSummarySchema>;
 /** One `index-tickers` item: `instId` is the index (`BTC-USD`), `idxPx` its price (docs: index tickers channel). */
 export const IndexTickerSchema = z.looseObject({
   instId: z.string(),
-  idxPx: okxNum,
-  ts: okxNum,
+  ...fieldsOf(okxNum, ['idxPx', 'ts']),
 });
 export type IndexTicker = z.infer<typeof IndexTickerSchema>;
 
 /** One `mark-price` item (docs: mark price channel). */
 export const MarkPriceSchema = z.looseObject({
-  instType: z.string().optional(),
+  instType: optStr,
   instId: z.string(),
   markPx: okxNum,
   ts: okxNum,
@@ -135,7 +124,7 @@ export type MarkPrice = z.infer<typeof MarkPriceSchema>;
 
 /** One `tickers` item: last trade and best bid/ask; empty strings when a side is empty (docs: tickers channel). */
 export const TickerSchema = z.looseObject({
-  instType: z.string().optional(),
+  instType: optStr,
   instId: z.string(),
   last: okxOptNum,
   bidPx: okxOptNum,
@@ -153,27 +142,21 @@ export type Ticker = z.infer<typeof TickerSchema>;
  * only `fundingRate`, `fundingTime`, `nextFundingRate` and no `ts`.
  */
 export const FundingRatePushSchema = z.looseObject({
-  instType: z.string().optional(),
+  instType: optStr,
   instId: z.string(),
-  method: z.string().optional(),
-  formulaType: z.string().optional(),
-  fundingRate: okxNum,
-  fundingTime: okxNum,
-  nextFundingRate: okxOptNum,
-  nextFundingTime: okxOptNum,
-  prevFundingTime: okxOptNum,
-  settState: z.string().optional(),
-  settFundingRate: okxOptNum,
-  premium: okxOptNum,
-  interestRate: okxOptNum,
-  ts: okxOptNum,
+  method: optStr,
+  formulaType: optStr,
+  ...fieldsOf(okxNum, ['fundingRate', 'fundingTime']),
+  ...fieldsOf(okxOptNum, ['nextFundingRate', 'nextFundingTime', 'prevFundingTime']),
+  settState: optStr,
+  ...fieldsOf(okxOptNum, ['settFundingRate', 'premium', 'interestRate', 'ts']),
 });
 export type FundingRatePush = z.infer<typeof FundingRatePushSchema>;
 
 /** REST envelope: `{ code: "0", msg: "", data: [...] }`; a non-"0" code is an error. */
 export const OkxRestEnvelopeSchema = z.looseObject({
   code: z.string(),
-  msg: z.string().optional(),
+  msg: optStr,
   data: z.array(z.unknown()).optional(),
 });
 export type OkxRestEnvelope = z.infer<typeof OkxRestEnvelopeSchema>;
@@ -186,15 +169,15 @@ export type OkxRestEnvelope = z.infer<typeof OkxRestEnvelopeSchema>;
 export const OkxInstrumentSchema = z.looseObject({
   instType: z.string(),
   instId: z.string(),
-  instFamily: z.string().optional(),
-  uly: z.string().optional(),
+  instFamily: optStr,
+  uly: optStr,
   expTime: okxOptNum,
   listTime: okxOptNum,
   stk: okxOptNum,
-  optType: z.string().optional(),
-  ctType: z.string().optional(),
-  settleCcy: z.string().optional(),
-  state: z.string().optional(),
+  optType: optStr,
+  ctType: optStr,
+  settleCcy: optStr,
+  state: optStr,
 });
 export type OkxInstrument = z.infer<typeof OkxInstrumentSchema>;
 
@@ -204,12 +187,11 @@ export type OkxInstrument = z.infer<typeof OkxInstrumentSchema>;
  */
 export const FundingHistoryItemSchema = z.looseObject({
   instId: z.string(),
-  instType: z.string().optional(),
-  fundingTime: okxNum,
-  fundingRate: okxNum,
+  instType: optStr,
+  ...fieldsOf(okxNum, ['fundingTime', 'fundingRate']),
   realizedRate: okxOptNum,
-  method: z.string().optional(),
-  formulaType: z.string().optional(),
+  method: optStr,
+  formulaType: optStr,
 });
 export type FundingHistoryItem = z.infer<typeof FundingHistoryItemSchema>;
 
@@ -229,6 +211,10 @@ export function argKey(a: { channel: string; instId?: string | undefined; instFa
 export const OKX_MAX_REQUEST_BYTES = 64 * 1024;
 /** subscribe/unsubscribe/login requests allowed per connection per hour (docs: Connect). */
 export const OKX_REQUESTS_PER_HOUR = 480;
+/** OKX production public WebSocket. */
+export const OKX_WS_URL = 'wss://ws.okx.com:8443/ws/v5/public';
+/** OKX production REST base. */
+export const OKX_REST_URL = 'https://www.okx.com';
 
 /** Serialize one `{id, op, args}` request frame. `id`: 1-32 alphanumerics (docs: Subscribe). */
 export function okxRequest(op: 'subscribe' | 'unsubscribe', args: readonly OkxSubscriptionArg[], id?: string): string {

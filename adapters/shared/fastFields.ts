@@ -10,7 +10,7 @@
  * (JSON numbers, whitespace, `NaN`, `Infinity`, hex, an overflow to Infinity) is invalid.
  */
 
-/** A plain decimal as OKX and Bybit print them (the same expression as their wire schemas). */
+/** A plain decimal as OKX and Bybit print them (their wire schemas parse with it too: adapters/shared/wireKit.ts). */
 export const DECIMAL_RE = /^-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$/;
 
 /**

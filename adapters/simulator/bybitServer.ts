@@ -40,7 +40,7 @@ import { answerBybitRest } from './bybitRest.js';
 import { garbageFrames, simulatorFaults, type SimulatorFaults } from './faults.js';
 import { BYBIT_VIEW, MarketView, type ExchangeViewParams } from './exchangeView.js';
 import type { Market } from './market.js';
-import { SimulatedExchange, Subscribers, closeHttpWs, connectionHash, frameBuffer, listenHttpWs, refreshProbability, requestPath, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
+import { SimulatedExchange, Subscribers, connectionHash, frameBuffer, httpWsHandle, listenHttpWs, refreshProbability, requestPath, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
 
 /** Options of {@link startBybitSimulator} (the port serves REST and both WebSocket paths; `market`: a shared one). */
 export interface BybitSimulatorOptions extends SimulatorServerOptions {
@@ -331,8 +331,7 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
   return {
     optionUrl: `ws://${host}:${srv.port}${OPTION_PATH}`,
     linearUrl: `ws://${host}:${srv.port}${LINEAR_PATH}`,
-    restUrl: `http://${host}:${srv.port}`,
-    port: srv.port,
+    ...httpWsHandle(host, srv, conns, [timer]),
     market,
     view,
     chains: x.chains,
@@ -346,9 +345,5 @@ export async function startBybitSimulator(opts: BybitSimulatorOptions = {}): Pro
       linearDeltasSent: x.linearDeltasSent,
       restRequests: srv.restRequests(),
     }),
-    close: async () => {
-      clearInterval(timer);
-      await closeHttpWs(srv, conns);
-    },
   };
 }

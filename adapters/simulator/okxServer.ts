@@ -42,7 +42,7 @@ import type { Market, Underlying } from './market.js';
 import { OkxChains, type OkxSimInstrument } from './okxChains.js';
 import { fundingRateItem, indexStats, indexTickerItem, markPriceItem, okxPush, optSummaryItem, tickerItem, type IndexStats, type Json } from './okxMessages.js';
 import { OkxError, answerOkxRest } from './okxRest.js';
-import { SimulatedExchange, Subscribers, closeHttpWs, connectionHash, frameBuffer, listenHttpWs, refreshProbability, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
+import { SimulatedExchange, Subscribers, connectionHash, frameBuffer, httpWsHandle, listenHttpWs, refreshProbability, simulatorBasics, trackConnection, type RunningSimulator, type SimulatorServerOptions, type SimulatorStats } from './serverKit.js';
 
 /** Options of {@link startOkxSimulator} (the port serves both REST and WebSocket; `market`: e.g. the Deribit simulator's, shared). */
 export interface OkxSimulatorOptions extends SimulatorServerOptions {
@@ -450,17 +450,11 @@ export async function startOkxSimulator(opts: OkxSimulatorOptions = {}): Promise
   });
   return {
     url: `ws://${host}:${srv.port}${WS_PATH}`,
-    restUrl: `http://${host}:${srv.port}`,
-    port: srv.port,
+    ...httpWsHandle(host, srv, conns, [timer, idleTimer]),
     market,
     view,
     chains: x.chains,
     faults,
     stats: () => ({ framesSent: sender.framesSent, notificationsSent: x.notificationsSent, ticks: x.ticks, optionItemsSent: x.optionItemsSent, restRequests: srv.restRequests() }),
-    close: async () => {
-      clearInterval(timer);
-      clearInterval(idleTimer);
-      await closeHttpWs(srv, conns);
-    },
   };
 }

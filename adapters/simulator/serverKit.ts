@@ -205,6 +205,27 @@ export async function closeHttpWs(s: HttpWsServer, conns: Iterable<{ readonly ws
 }
 
 /**
+ * The part of a REST-and-WebSocket simulator's handle (OKX, Bybit) that comes from its server: the REST base
+ * `restUrl` (`http://host:port`), the bound `port`, and `close`, which clears the simulator's interval `timers` (its
+ * market tick and any other), then terminates `conns` and closes the servers ({@link closeHttpWs}).
+ */
+export function httpWsHandle(
+  host: string,
+  srv: HttpWsServer,
+  conns: Iterable<{ readonly ws: WebSocket }>,
+  timers: readonly NodeJS.Timeout[],
+): { readonly restUrl: string; readonly port: number; close(): Promise<void> } {
+  return {
+    restUrl: `http://${host}:${srv.port}`,
+    port: srv.port,
+    close: async () => {
+      for (const t of timers) clearInterval(t);
+      await closeHttpWs(srv, conns);
+    },
+  };
+}
+
+/**
  * The state every exchange simulator keeps: its connections, fault switches and frame sender, the quote and sampling
  * generators (`<exchange>:quotes`, `<exchange>:sampling`, derived from the market's seed), the market stepping and
  * the counters of notifications and ticks. Each server extends it with its protocol.
