@@ -182,7 +182,8 @@ class PairScheduler {
       }),
       latestWins((trigger) => this.run(trigger), (err) => this.failed(err), mergeTriggers),
       filter((x): x is { chainFit: ChainFit; view: ChainView } => x !== null),
-      map((x) => this.built(x)),
+      map((x) => this.builtOrFailed(x)),
+      filter((r): r is CalibrationResult => r !== null),
     );
   }
 
@@ -223,9 +224,21 @@ class PairScheduler {
     return view;
   }
 
-  /** A run failed or was withdrawn (latestWins' error handler). */
-  private failed(err: unknown): void {
-    const view = this.inFlight!;
+  /**
+   * The snapshots of a finished fit ({@link built}), or null when they cannot be built (a slice the cache cannot
+   * read): that fit failed ({@link failed}), the last good surface stays, and the pair's stream goes on.
+   */
+  private builtOrFailed(x: { chainFit: ChainFit; view: ChainView }): CalibrationResult | null {
+    try {
+      return this.built(x);
+    } catch (err) {
+      this.failed(err, x.view);
+      return null;
+    }
+  }
+
+  /** A run failed or was withdrawn (latestWins' error handler), or its snapshots could not be built. */
+  private failed(err: unknown, view: ChainView = this.inFlight!): void {
     this.withdraw = null;
     if (err instanceof FitWithdrawnError) {
       // withdrawn from the queue, or yielded its worker at a slice boundary (the slices it refitted are kept
@@ -246,8 +259,8 @@ class PairScheduler {
   /** The snapshots of a finished fit, numbered; records the fitted version. */
   private built({ chainFit, view }: { chainFit: ChainFit; view: ChainView }): CalibrationResult {
     this.withdraw = null;
+    const built = buildSnapshots(chainFit, this.sequence + 1, this.lastResult);
     this.sequence += 1;
-    const built = buildSnapshots(chainFit, this.sequence, this.lastResult);
     const result = view.refitOnly ? { ...built, partial: true } : built;
     this.lastResult = result;
     if (!view.refitOnly) {

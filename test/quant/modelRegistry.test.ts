@@ -105,9 +105,12 @@ describe('model registry', () => {
       const warm = m.fit(slice, { ...ctx, previous: fit.params }, {});
       const ww = m.totalVariance(warm.params, fitT, fitF);
       for (const q of slice.quotes) expect(Math.abs(100 * (Math.sqrt(ww(q.k) / fitT) - Math.sqrt(w(q.k) / fitT)))).toBeLessThan(0.01);
-      // a stored record that is not valid for the model is refused by its fromRecord (a stored slice that cannot be read)
+      // a stored record that is not valid for the model is refused by its fromRecord (a stored slice that cannot be read),
+      // and a warm start that is not valid for the model is not used: the cold fit
       const broken = { ...stored, [m.parameterNames[0]!]: Number.NaN };
       expect(() => m.fromRecord(broken, fitT, fitF)).toThrow(RangeError);
+      const brokenStart: unknown = { ...(fit.params as object), [m.parameterNames[0]!]: Number.NaN };
+      expect(m.fit(slice, { ...ctx, previous: brokenStart }, {}).params).toEqual(fit.params);
       // SVI borrows a shape under 7 quotes, ESSVI under 5 (essvi.ts ESSVI_MIN_QUOTES_FULL), the others never
       const few = { ...slice, quotes: slice.quotes.filter((_, i) => i % 4 === 0) };
       expect(few.quotes.length).toBe(6);

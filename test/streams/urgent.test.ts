@@ -22,7 +22,7 @@ import type { FutureQuote, IndexPrice, MarketEvent, OptionQuote } from '../../sr
 import { ChainFitter } from '../../src/quant/chain/chainFitter.js';
 import { FitMemory } from '../../src/quant/chain/fitMemory.js';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
-import type { ChainFit } from '../../src/domain/chainFit.js';
+import type { ChainFit, ExpirySlice } from '../../src/domain/chainFit.js';
 import { ChainState, smoothedMoveVolPts, type ChainView } from '../../streams/chainState.js';
 import { startPipelines, URGENT_COALESCE_MS } from '../../streams/pipeline.js';
 import { FitWithdrawnError } from '../../streams/calibrationPool.js';
@@ -488,6 +488,42 @@ describe('pipeline: urgent moves are published before the throttle elapses', () 
       // no change since: a trigger now has nothing to fit
       vi.advanceTimersByTime(THROTTLE_MS);
       expect(worker.views.length).toBe(2);
+    } finally {
+      p.subscription.unsubscribe();
+    }
+  });
+
+  it('a fit whose snapshots cannot be built (a stored slice its model refuses) fails alone: the last good surface stays, the next fit is served', async () => {
+    const { events, options, target } = chain();
+    const fitter = new ChainFitter();
+    let fits = 0;
+    // the second fit's SVI slices lose their parameter `a` (SVI's fromRecord refuses them)
+    const fit = async (view: ChainView): Promise<ChainFit> => {
+      const f = fitter.fit(view);
+      if (++fits !== 2) return f;
+      const unreadable = (s: ExpirySlice): ExpirySlice => ({ ...s, params: Object.fromEntries(Object.entries(s.params).filter(([name]) => name !== 'a')) });
+      return { ...f, models: f.models.map((m) => (m.model === 'SVI' ? { ...m, slices: m.slices.map(unreadable) } : m)) };
+    };
+    const { events$, p, svi } = run(0, fit);
+    const settle = async () => {
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+    };
+    try {
+      for (const e of events) events$.next(e);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      await settle();
+      expect(svi()!.sequence).toBe(1);
+      for (const o of remark(options, target, 0.02, 2)) events$.next(o);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      await settle();
+      expect(fits).toBe(2);
+      expect(svi()!.sequence).toBe(1);
+      for (const o of remark(options, target, 0.03, 2)) events$.next(o);
+      vi.advanceTimersByTime(THROTTLE_MS);
+      await settle();
+      expect(fits).toBe(3);
+      // the stream goes on; no sequence number is spent on the fit that failed
+      expect(svi()!.sequence).toBe(2);
     } finally {
       p.subscription.unsubscribe();
     }

@@ -6,8 +6,8 @@
  * {@link ChainFit} into the immutable cache snapshots on the main thread. Each model's fit of one expiry is its
  * module's in src/quant/models (SmileModel.fit, through MODEL_REGISTRY); this file is the pipeline around it. Pieces:
  * expiryGroups.ts (the view's quotes per expiry), fitMemory.ts (what a pair keeps between fits), sparse.ts (sparse
- * expiries), quality.ts (served-surface figures), modelSurface.ts (slices -> surface, calendar envelope,
- * carry-forward). Deterministic for a given sequence of chain views. Memory per (source, pair) ({@link FitMemory}):
+ * expiries), quality.ts (served-surface figures), modelSurface.ts (slices -> surface, calendar envelope); each
+ * model's typed parameters travel through the passes and are carried by the model's own carryForward. Deterministic for a given sequence of chain views. Memory per (source, pair) ({@link FitMemory}):
  * the last good slice per expiry (used when a new fit is rejected), the repair/rejection counts, and each expiry's last
  * fit with the inputs it was fitted to.
  *
@@ -54,7 +54,7 @@ import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatility
 import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions, type SmileModel } from '../models/index.js';
 import type { VolSurface } from '../surface.js';
 import { YEAR_S, MIN_EXPIRY_SECONDS, forwardPoints, groupByExpiry, type EligibleGroup } from './expiryGroups.js';
-import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlice, type MutableCounts, type PassTally, type WingRepair } from './fitMemory.js';
+import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlice, type MutableCounts, type PassTally, type SparseFit, type WingRepair } from './fitMemory.js';
 import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildTypedSurface, rawCalendarCheck, typedTotalVariance } from './modelSurface.js';
 import { crossModelWarnings, servedQuality, within10Delta, type DraftSlice } from './quality.js';
 import { SliceGate, residualsWithinTracking } from './sliceGate.js';
@@ -77,17 +77,11 @@ export function fitExpiry<P>(smile: SmileModel<P>, g: EligibleGroup, st: FitCont
   return smile.fit(g, st, options);
 }
 
-/**
- * A model's parameters as the chain fit holds them: the model's own typed parameters, opaque here (only the model's
- * functions read them); written in their stored form once, when the fit's slices are served ({@link fitModel}).
- */
-type Params = unknown;
-
 /** The state one model's fit of a chain shares between its passes ({@link fitModel}); `mp` in the pass functions. */
-interface ModelPass {
+interface ModelPass<P> {
   readonly model: VolatilityModel;
   /** The model's module, looked up once (its fit, checks and reuse limit). */
-  readonly smile: SmileModel<Params>;
+  readonly smile: SmileModel<P>;
   readonly groups: readonly EligibleGroup[];
   /** Observation time of the chain, Unix s. */
   readonly obs: number;
@@ -96,13 +90,14 @@ interface ModelPass {
   readonly fit: ExpiryFitter;
   /** The memory's cumulative counts, last good slices, last own fits and wing repairs of this model. */
   readonly counts: MutableCounts;
-  readonly lastGood: Map<number, GoodSlice>;
-  readonly fitted: Map<number, FittedExpiry>;
-  readonly wingRepairs: Map<number, WingRepair>;
+  readonly lastGood: Map<number, GoodSlice<P>>;
+  readonly fitted: Map<number, FittedExpiry<P>>;
+  readonly wingRepairs: Map<number, WingRepair<P>>;
+  readonly sparseFits: Map<number, SparseFit<P>>;
   /** The sparse-mode prior: the last full fit so far in increasing T (set by {@link settle}). */
-  readonly st: FitContext<Params>;
+  readonly st: FitContext<P>;
   /** Served draft slices by expiry (full and sparse passes). */
-  readonly byExpiry: Map<number, DraftSlice>;
+  readonly byExpiry: Map<number, DraftSlice<P>>;
   readonly skipped: Array<{ expirationTimestamp: number; reason: string }>;
   /** Per expiry, the RMSE of the model's own unconstrained fit (null: none), for the quality pass. */
   readonly reference: Map<number, number | null>;
@@ -136,19 +131,26 @@ export function fitModel(
   options: ChainFitOptions = {},
   fit: ExpiryFitter = fitExpiry,
 ): ModelFit {
+  return fitModelWith(MODEL_REGISTRY[model], groups, obs, memory, options, fit);
+}
+
+/**
+ * {@link fitModel} with the model's module, typed by its parameters `P`: the passes carry them as the model made them
+ * (fit, carryForward) and hand them back only to it; the stored form is written once, for the served slices.
+ */
+function fitModelWith<P>(smile: SmileModel<P>, groups: readonly EligibleGroup[], obs: number, memory: FitMemory, options: ChainFitOptions, fit: ExpiryFitter): ModelFit {
   const t0 = performance.now();
-  const mp: ModelPass = {
+  const model = smile.name;
+  const mp: ModelPass<P> = {
     model,
-    smile: MODEL_REGISTRY[model],
+    smile,
     groups,
     obs,
     memory,
     options,
     fit,
     counts: memory.counts.get(model)!,
-    lastGood: memory.lastGood.get(model)!,
-    fitted: memory.fitted.get(model)!,
-    wingRepairs: memory.wingRepairs.get(model)!,
+    ...memory.modelState(smile),
     st: { lastFull: undefined, lastFullT: undefined },
     byExpiry: new Map(),
     skipped: [],
@@ -169,8 +171,14 @@ export function fitModel(
     calendarGrid: CALENDAR_GRID_TEXT,
     counts: { ...mp.counts } as ArbitrageCounts,
   };
-  // the served slices in their stored form (the plain ChainFit a worker posts, snapshots and Kafka documents carry)
-  const served = slices.map((s): ExpirySlice => ({ ...s, params: mp.smile.toRecord(s.params) }));
+  // the served slices in their stored form (the plain ChainFit a worker posts, snapshots and Kafka documents carry),
+  // each read back by the model here, in the worker, so that a record the cache or a replica could not read fails this
+  // fit (the pipeline's "calibration failed; the last good surface stays") instead of the snapshot build
+  const served = slices.map((s): ExpirySlice => {
+    const params = mp.smile.toRecord(s.params);
+    mp.smile.fromRecord(params, s.T, s.forward);
+    return { ...s, params };
+  });
   return { model, slices: served, skipped: mp.skipped, calibrationMs: performance.now() - t0, arbitrage };
 }
 
@@ -178,10 +186,10 @@ export function fitModel(
  * Serve an attempt, or apply the rejection rule; returns the served draft slice (or null: left out). `reusedFrom`:
  * the attempt is an earlier fit carried to this observation (no fit ran), fitted at that time.
  */
-function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit<Params>, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice | null {
+function settle<P>(mp: ModelPass<P>, g: EligibleGroup, run: () => SliceFit<P>, sparseHow: string | null, reusedFrom: number | null = null): DraftSlice<P> | null {
   const { smile, obs, counts, lastGood, reference, st, skipped } = mp;
   const ts = performance.now();
-  let attempt: SliceFit<Params> | null = null;
+  let attempt: SliceFit<P> | null = null;
   let failure: string | null = null;
   try {
     attempt = run();
@@ -193,7 +201,7 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit<Params>, sp
   const base = { expirationTimestamp: g.expirationTimestamp, T: g.T, forward: g.forward, quotes: g.quotes };
   if (attempt && failure === null) {
     if (attempt.repaired) counts.constrainedRefits++;
-    const slice: DraftSlice = {
+    const slice: DraftSlice<P> = {
       ...base,
       params: attempt.params,
       fit: {
@@ -259,7 +267,7 @@ function settle(mp: ModelPass, g: EligibleGroup, run: () => SliceFit<Params>, sp
  * on an incremental view, its last fit reused or deferred: module docstring); fills `mp.byExpiry` and `mp.identity`.
  * @throws FitYielded when the memory's `shouldYield` asks it to stop at a slice boundary
  */
-function fullPass(mp: ModelPass): void {
+function fullPass<P>(mp: ModelPass<P>): void {
   const { model, smile, groups, obs, memory, options, fit, fitted, st, byExpiry, identity, pass } = mp;
   // Pass 1: expiries with enough quotes for a fit of their own. Incremental: an expiry whose inputs are those of
   // its last fit reuses it (carried to this T); a changed one refits warm from it (module docstring).
@@ -276,11 +284,11 @@ function fullPass(mp: ModelPass): void {
       prev.priorKey === priorKey &&
       Math.abs(g.T / prev.T - 1) <= smile.reuseMaxTChange &&
       (prev.signature === signature || (!deferred && withinTracking(smile, prev, g)));
-    let slice: DraftSlice | null;
+    let slice: DraftSlice<P> | null;
     if (prev && (unchanged || deferred)) {
       if (unchanged) pass.reused++;
       else pass.deferred++;
-      const carried: SliceFit<Params> = { ...prev.attempt, params: smile.carryForward(prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
+      const carried: SliceFit<P> = { ...prev.attempt, params: smile.carryForward(prev.attempt.params, prev.T, g.T, prev.forward, g.forward) };
       slice = settle(mp, g, () => carried, null, prev.fittedAt);
       if (slice && slice.fit.status !== 'kept-previous') identity.set(g.expirationTimestamp, String(prev.id));
     } else {
@@ -289,7 +297,7 @@ function fullPass(mp: ModelPass): void {
       memory.chainRefits++;
       pass.refitted++;
       if (prev) pass.warm++;
-      const stFit: FitContext<Params> = prev ? { ...st, previous: smile.carryForward(prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
+      const stFit: FitContext<P> = prev ? { ...st, previous: smile.carryForward(prev.attempt.params, prev.T, g.T, prev.forward, g.forward) } : st;
       const id = memory.nextFitId++;
       slice = settle(
         mp,
@@ -326,7 +334,7 @@ const GATE_SHARE = 0.5;
  * of its tolerance (a local move that a least-squares projection would spread thin, e.g. near a Vanna-Volga pillar).
  * False when the gate cannot judge (other strikes, parameters it cannot read): refit.
  */
-function withinTracking(smile: SmileModel<Params>, prev: FittedExpiry, g: EligibleGroup): boolean {
+function withinTracking<P>(smile: SmileModel<P>, prev: FittedExpiry<P>, g: EligibleGroup): boolean {
   if (smile.trackingGate === false) return false;
   // expiries under 2 days are refitted whenever their quotes change: their fits respond least regularly to the quotes
   // (plateau marks, few quotes carrying weight under the spread-weighted objective); a confirmed 20-hour SABR slice of
@@ -346,9 +354,8 @@ function withinTracking(smile: SmileModel<Params>, prev: FittedExpiry, g: Eligib
  * {@link sparseTarget} and its quotes (weight 5), shaped by the served neighbours of at least
  * {@link SHAPE_SOURCE_MIN_T}; without a neighbour the model's own sparse mode. Adds to `mp.byExpiry`.
  */
-function sparsePass(mp: ModelPass): void {
-  const { model, smile, groups, options, fit, st, byExpiry, pass, memory, identity, obs } = mp;
-  const sparseFits = memory.sparseFits.get(model)!;
+function sparsePass<P>(mp: ModelPass<P>): void {
+  const { smile, groups, options, fit, st, byExpiry, pass, memory, identity, obs, sparseFits } = mp;
   // Pass 2: sparse expiries, shaped by their served neighbours (never by an expiry of less than 2 days).
   const sources = [...byExpiry.values()]
     .filter((s) => s.fit.status !== 'kept-previous' && s.T >= SHAPE_SOURCE_MIN_T)
@@ -372,7 +379,7 @@ function sparsePass(mp: ModelPass): void {
       residualsWithinTracking(smile, memo.attempt.params, memo.T, memo.forward, memo.quotes, g.T, g.forward, g.quotes, GATE_SHARE)
     ) {
       pass.reused++;
-      const carried: SliceFit<Params> = { ...memo.attempt, params: smile.carryForward(memo.attempt.params, memo.T, g.T, memo.forward, g.forward) };
+      const carried: SliceFit<P> = { ...memo.attempt, params: smile.carryForward(memo.attempt.params, memo.T, g.T, memo.forward, g.forward) };
       const slice = settle(mp, g, () => carried, memo.how, memo.fittedAt);
       if (slice) {
         byExpiry.set(g.expirationTimestamp, slice);
@@ -384,12 +391,12 @@ function sparsePass(mp: ModelPass): void {
     const target = sparseTarget(g, lo, hi);
     pass.sparse++;
     const id = memory.nextFitId++;
-    const remember = (how: string, run: () => SliceFit<Params>) => (): SliceFit<Params> => {
+    const remember = (how: string, run: () => SliceFit<P>) => (): SliceFit<P> => {
       const a = run();
       if (key !== null) sparseFits.set(g.expirationTimestamp, { id, key, attempt: a, T: g.T, forward: g.forward, quotes: g.quotes, how, fittedAt: obs });
       return a;
     };
-    let slice: DraftSlice | null;
+    let slice: DraftSlice<P> | null;
     if (target) {
       const s0 = Math.sqrt(Math.max(target.w(0), 1e-12));
       const kq = g.quotes.map((q) => q.k);
@@ -407,7 +414,7 @@ function sparsePass(mp: ModelPass): void {
       for (let r = 0; r < 5; r++) for (const q of g.quotes) synthetic.push(q);
       synthetic.sort((a, b) => a.k - b.k);
       const how = `${target.how}; level lambda = ${target.lambda.toFixed(4)} and tilt mu = ${target.mu.toExponential(3)} (w = lambda w_shape + mu k) from the quotes`;
-      const empty: FitContext<Params> = { lastFull: undefined, lastFullT: undefined };
+      const empty: FitContext<P> = { lastFull: undefined, lastFullT: undefined };
       slice = settle(mp, g, remember(how, () => fit(smile, { ...g, quotes: synthetic }, empty, options)), how);
     } else {
       const how = 'no neighbouring expiry to take a shape from: the model\'s own sparse mode (default shape)';
@@ -427,7 +434,7 @@ function sparsePass(mp: ModelPass): void {
  * arbitrage-free and meets the ceiling. An incremental view reuses the last repair of the same two fits
  * (FitMemory.wingRepairs) when it still meets the ceiling.
  */
-function ceilingPass(mp: ModelPass, slices: DraftSlice[]): void {
+function ceilingPass<P>(mp: ModelPass<P>, slices: DraftSlice<P>[]): void {
   // longest first: a repaired slice is the ceiling of the one before it
   for (let i = slices.length - 2; i >= 0; i--) repairWing(mp, slices, i);
 }
@@ -436,7 +443,7 @@ function ceilingPass(mp: ModelPass, slices: DraftSlice[]): void {
  * The wing repair of `slices[i]` under `slices[i + 1]` ({@link ceilingPass}); replaces `slices[i]` when it is repaired,
  * records the repair (or its failure) in the memory's wing repairs.
  */
-function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
+function repairWing<P>(mp: ModelPass<P>, slices: DraftSlice<P>[], i: number): void {
   const { model, smile, groups, obs, memory, options, fit, counts, lastGood, wingRepairs, st, identity, pass } = mp;
   const s = slices[i]!;
   const next = slices[i + 1]!;
@@ -457,7 +464,7 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
   // to this T, if it still meets the ceiling on this grid (WingRepair).
   const key = ownId !== undefined && nextId !== undefined ? `${ownId}<${nextId}${yields ? ' yields' : ''}` : null;
   const memo = key !== null && memory.incremental ? wingRepairs.get(s.expirationTimestamp) : undefined;
-  let repair: Extract<WingRepair, { failed: false }> | null = null;
+  let repair: Extract<WingRepair<P>, { failed: false }> | null = null;
   if (memo !== undefined && memo.key === key) {
     if (memo.failed) {
       pass.ceilingReused++;
@@ -471,7 +478,7 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
     }
   }
   if (repair === null) {
-    let refit: SliceFit<Params> | null = null;
+    let refit: SliceFit<P> | null = null;
     pass.ceilingRefitted++;
     try {
       // incremental: warm from the slice's own fit (its quoted part barely moves under the ceiling)
@@ -490,7 +497,7 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
   }
   if (key !== null) identity.set(s.expirationTimestamp, `(${key})`);
   counts.constrainedRefits++;
-  const repaired: DraftSlice = {
+  const repaired: DraftSlice<P> = {
     ...s,
     params: repair.params,
     fit: {
@@ -511,7 +518,7 @@ function repairWing(mp: ModelPass, slices: DraftSlice[], i: number): void {
  * `next`'s quoted range, those outside `s`'s own quoted range, or all of them when `s` yields (T under
  * {@link SHAPE_SOURCE_MIN_T}: the noisiest expiry, often marked with flat plateaus, never forces a longer one up).
  */
-function ceilingGrid(s: DraftSlice, next: DraftSlice): { grid: number[]; yields: boolean } {
+function ceilingGrid(s: DraftSlice<unknown>, next: DraftSlice<unknown>): { grid: number[]; yields: boolean } {
   const kq = s.quotes.map((q) => q.k);
   const nk = next.quotes.map((q) => q.k);
   const lo = Math.min(...kq);
@@ -537,7 +544,7 @@ function ceilingGrid(s: DraftSlice, next: DraftSlice): { grid: number[]; yields:
  * the figures then describe the served slice as of its last change, within the tracking tolerance of the current
  * one). The cumulative calendar-repair count moves on as if the pass had run.
  */
-function derivedPass(mp: ModelPass, slices: DraftSlice[]): { calendarFreeRaw: boolean; calendarFree: boolean } {
+function derivedPass<P>(mp: ModelPass<P>, slices: DraftSlice<P>[]): { calendarFreeRaw: boolean; calendarFree: boolean } {
   const { memory, model, identity, counts } = mp;
   const derived = memory.derived.get(model);
   let key: string | null = '';
@@ -569,7 +576,7 @@ function derivedPass(mp: ModelPass, slices: DraftSlice[]): { calendarFreeRaw: bo
  * `calendarRepaired` and served as the envelope), then the served surface and its verification. `served` is null
  * when there is no slice.
  */
-function calendarPass(mp: ModelPass, slices: readonly DraftSlice[]): { calendarFreeRaw: boolean; calendarFree: boolean; served: VolSurface | null } {
+function calendarPass<P>(mp: ModelPass<P>, slices: readonly DraftSlice<P>[]): { calendarFreeRaw: boolean; calendarFree: boolean; served: VolSurface | null } {
   const { smile, counts } = mp;
   let calendarFreeRaw = true;
   let calendarFree = true;
@@ -597,7 +604,7 @@ function calendarPass(mp: ModelPass, slices: readonly DraftSlice[]): { calendarF
  * The figures measured on the SERVED surface, per slice: the 10-delta RMSE ({@link within10Delta}) and
  * {@link servedQuality} (RMSE and max error against the marks, the reference gap, ATM and 25-delta errors, warnings).
  */
-function qualityPass(mp: ModelPass, served: VolSurface, slices: readonly DraftSlice[]): void {
+function qualityPass<P>(mp: ModelPass<P>, served: VolSurface, slices: readonly DraftSlice<P>[]): void {
   for (const s of slices) {
     const core = within10Delta(served, s);
     s.fit.rmse10DeltaVolPts = core.rmse;

@@ -7,14 +7,14 @@
  */
 import type { ExpirySlice } from '../../domain/chainFit.js';
 import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
-import type { SliceFit, SliceQuote } from '../models/index.js';
+import type { SliceFit, SliceQuote, SmileModel } from '../models/index.js';
 import type { DraftSlice } from './quality.js';
 import type { SliceGate } from './sliceGate.js';
 import type { EligibleGroup } from './expiryGroups.js';
 
-/** The last good (served, not kept) slice of an expiry, with the model's typed parameters, and when its chain was observed. */
-export interface GoodSlice {
-  readonly slice: DraftSlice;
+/** The last good (served, not kept) slice of an expiry, with the model's typed parameters `P`, and when its chain was observed. */
+export interface GoodSlice<P> {
+  readonly slice: DraftSlice<P>;
   /** Observation time of the chain it was fitted to. */
   readonly fittedAt: number;
 }
@@ -35,13 +35,13 @@ export interface MutableCounts {
  * `params` at `T` and `forward` (carried to a later observation by the model's carryForward); `failed` when that
  * repair did not give an arbitrage-free slice under the ceiling.
  */
-export type WingRepair =
+export type WingRepair<P> =
   | { readonly key: string; readonly failed: true }
   | {
       readonly key: string;
       readonly failed: false;
-      /** The model's typed parameters (opaque here). */
-      readonly params: unknown;
+      /** The model's typed parameters. */
+      readonly params: P;
       readonly T: number;
       readonly forward: number;
       /** The refit's own method text, minimum density and warnings. */
@@ -61,19 +61,19 @@ function zeroCounts(): MutableCounts {
  * {@link ChainFitter} (one per calibration worker) holds one per (source, pair).
  */
 export class FitMemory {
-  readonly lastGood = new Map<VolatilityModel, Map<number, GoodSlice>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  readonly lastGood = new Map<VolatilityModel, Map<number, GoodSlice<unknown>>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   readonly counts = new Map<VolatilityModel, MutableCounts>(VOLATILITY_MODELS.map((m) => [m, zeroCounts()]));
   /** Per model and expiry: the last own fit (pass 1) with the inputs it was fitted to (incremental refits). */
-  readonly fitted = new Map<VolatilityModel, Map<number, FittedExpiry>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  readonly fitted = new Map<VolatilityModel, Map<number, FittedExpiry<unknown>>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   /**
    * Per model and expiry: the last wing repair under the next expiry's calendar ceiling and the fits it was made from.
    * A later pass in which both fits are the same (reused or deferred, not refitted) serves that repair carried to its
    * T instead of refitting it (a warm SVI ceiling refit is 2 to 3 ms: it was 40 % of an urgent partial refit on the
    * real 878-option chain), after checking the ceiling again on the current grid.
    */
-  readonly wingRepairs = new Map<VolatilityModel, Map<number, WingRepair>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  readonly wingRepairs = new Map<VolatilityModel, Map<number, WingRepair<unknown>>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   /** Per model and expiry: the last sparse-pass fit ({@link SparseFit}). */
-  readonly sparseFits = new Map<VolatilityModel, Map<number, SparseFit>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
+  readonly sparseFits = new Map<VolatilityModel, Map<number, SparseFit<unknown>>>(VOLATILITY_MODELS.map((m) => [m, new Map()]));
   /** Next {@link FittedExpiry.id}. */
   nextFitId = 1;
   /**
@@ -108,6 +108,26 @@ export class FitMemory {
    */
   readonly derived = new Map<VolatilityModel, DerivedFigures>();
 
+  /**
+   * The maps of one model, typed by its parameters `P`: each model's entries are written only by its own passes
+   * (chainFit.ts), with the parameters its module made, so they are read back as such (the one place the model's type
+   * is restored from the registry's `SmileModel<unknown>`).
+   */
+  modelState<P>(smile: SmileModel<P>): {
+    lastGood: Map<number, GoodSlice<P>>;
+    fitted: Map<number, FittedExpiry<P>>;
+    wingRepairs: Map<number, WingRepair<P>>;
+    sparseFits: Map<number, SparseFit<P>>;
+  } {
+    const m = smile.name;
+    return {
+      lastGood: this.lastGood.get(m)! as Map<number, GoodSlice<P>>,
+      fitted: this.fitted.get(m)! as Map<number, FittedExpiry<P>>,
+      wingRepairs: this.wingRepairs.get(m)! as Map<number, WingRepair<P>>,
+      sparseFits: this.sparseFits.get(m)! as Map<number, SparseFit<P>>,
+    };
+  }
+
   /** Forget the slices of expiries at or before `nowS`. */
   prune(nowS: number): void {
     for (const byExpiry of [...this.lastGood.values(), ...this.fitted.values(), ...this.wingRepairs.values(), ...this.sparseFits.values()]) {
@@ -141,14 +161,14 @@ export interface DerivedFigures {
 }
 
 /** An expiry's last own fit and what it was fitted to (see {@link FitMemory.fitted}). */
-export interface FittedExpiry {
+export interface FittedExpiry<P> {
   /** Unique per memory: the identity of this fit (a refit gets a new one). */
   readonly id: number;
   /** {@link inputSignature} of the group fitted. */
   readonly signature: string;
   /** Identity of the shape prior used ('' when the fit does not depend on one). */
   readonly priorKey: string;
-  readonly attempt: SliceFit<unknown>;
+  readonly attempt: SliceFit<P>;
   readonly T: number;
   readonly forward: number;
   /** Observation time of the fit, Unix s. */
@@ -164,12 +184,12 @@ export interface FittedExpiry {
  * neighbours its shape came from and its own quotes. Reused, carried to the new T and forward, while the neighbours
  * are the same fits and every quote's residual moved by less than its tracking tolerance.
  */
-export interface SparseFit {
+export interface SparseFit<P> {
   /** Unique per memory (from FitMemory.nextFitId): the identity of this fit. */
   readonly id: number;
   /** The neighbours' fit identities (FittedExpiry.id), and which sparse mode. */
   readonly key: string;
-  readonly attempt: SliceFit<unknown>;
+  readonly attempt: SliceFit<P>;
   readonly T: number;
   readonly forward: number;
   readonly quotes: readonly SliceQuote[];

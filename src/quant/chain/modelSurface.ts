@@ -1,7 +1,8 @@
 /**
  * (The models themselves, typed parameters, parameter names, served smiles, wing and carry-forward rules, live in
- * src/quant/models; this module builds the served VolSurface from stored slices and applies the calendar envelope.
- * The chain fit (chainFit.ts), the cache's snapshot builder and a Kafka replica build their surfaces here.)
+ * src/quant/models; this module builds the served VolSurface from slices and applies the calendar envelope: from
+ * typed slices in the chain fit (chainFit.ts, {@link buildTypedSurface}), from stored ones, read back by their model,
+ * in the cache's snapshot builder and a Kafka replica ({@link buildModelSurface}).)
  *
  * The bridge between a model's per-expiry parameters (`ExpirySlice.params`, numbers only, as stored in
  * snapshots and Kafka documents) and the VolSurface the API reads: one total-variance function w(k) per
@@ -41,8 +42,8 @@ import { modelOf, type SmileModel } from '../models/index.js';
 import type { StoredParams } from '../models/types.js';
 
 /**
- * A model as the functions below take it: its module (the chain fit passes the SmileModel it holds) or its name
- * (looked up in the registry: stored snapshots and documents carry the name).
+ * A model as the functions of stored slices take it: its module or its name (looked up in the registry: stored
+ * snapshots and documents carry the name).
  */
 export type ModelRef = VolatilityModel | SmileModel<unknown>;
 
@@ -90,8 +91,8 @@ export function readSlice<P>(m: SmileModel<P>, s: ModelSliceInput): TypedSlice<P
  */
 export function typedTotalVariance<P>(m: SmileModel<P>, slice: Pick<TypedSlice<P>, 'T' | 'forward' | 'params'>): (k: number) => number {
   const { T, forward: F } = slice;
-  if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`sliceTotalVariance: T must be finite > 0, got ${T}`);
-  if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`sliceTotalVariance: forward must be finite > 0, got ${F}`);
+  if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`typedTotalVariance: T must be finite > 0, got ${T}`);
+  if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`typedTotalVariance: forward must be finite > 0, got ${F}`);
   return m.totalVariance(slice.params, T, F);
 }
 

@@ -15,7 +15,7 @@ import type { EligibleGroup } from './expiryGroups.js';
  * written in their stored form when the slices are served, and frozen later by src/cache/snapshotBuilder.ts
  * buildSnapshots).
  */
-export type DraftSlice<P = unknown> = Omit<ExpirySlice, 'fit' | 'params'> & { params: P; fit: { -readonly [K in keyof FitDiagnostics]: FitDiagnostics[K] } };
+export type DraftSlice<P> = Omit<ExpirySlice, 'fit' | 'params'> & { params: P; fit: { -readonly [K in keyof FitDiagnostics]: FitDiagnostics[K] } };
 
 /** Quality warnings (issue 11 item 3): served ATM error above this many vol points... */
 export const WARN_ATM_VOL_PTS = 1;
@@ -65,7 +65,7 @@ export function marketAtm(g: EligibleGroup): number | null {
  * warnings of issue 11 item 3 (ATM error > {@link WARN_ATM_VOL_PTS}, 25-delta error > {@link WARN_25D_VOL_PTS}),
  * whatever the RMSE.
  */
-export function servedQuality(served: VolSurface, s: DraftSlice, referenceRmse: number | null): void {
+export function servedQuality(served: VolSurface, s: DraftSlice<unknown>, referenceRmse: number | null): void {
   let ss = 0;
   let mx = 0;
   let n = 0;
@@ -113,7 +113,7 @@ export const SPARSE_TOLERANCE_VOL_PTS = 1;
  * own bid-ask IV spread) of the mark. The quotes are never moved to honour the calendar: where the served smile
  * misses one (the envelope of a longer-looking shorter expiry lifted it), this returns the warning saying so, else null.
  */
-export function sparseQuoteMiss(served: VolSurface, s: Pick<DraftSlice, 'T' | 'forward' | 'quotes'>): string | null {
+export function sparseQuoteMiss(served: VolSurface, s: Pick<DraftSlice<unknown>, 'T' | 'forward' | 'quotes'>): string | null {
   if (s.quotes.length === 0 || s.quotes.length > SPARSE_QUOTES) return null;
   let worst: { e: number; strike: number; tol: number } | null = null;
   for (const q of s.quotes) {
@@ -156,7 +156,7 @@ export function crossModelWarnings(models: ReadonlyArray<{ readonly model: strin
         warnings.push(`${CROSS_MODEL_WARNING_PREFIX} RMSE ${s.fit.rmseVolPts.toFixed(2)} vol pts is more than ${CROSS_MODEL_RATIO} times ${b.model}'s ${b.rmse.toFixed(2)} on this expiry`);
       }
       // the chain fit's slices are its drafts until buildSnapshots freezes them
-      (s as DraftSlice).fit.warnings = warnings;
+      (s as DraftSlice<unknown>).fit.warnings = warnings;
     }
   }
 }

@@ -246,7 +246,7 @@ export class SliceGate {
  * The gate of a sparse expiry (1 to 4 quotes, its shape borrowed from its neighbours: chainFit.ts sparse pass): true
  * when every quote's residual against the fitted smile carried to (`T`, `forward`) moved since the fit by at most
  * its tracking tolerance (the level and tilt of a sparse slice come from its quotes alone, so a refit would move it by
- * about that much). False when the quotes are not those fitted or the parameters cannot be read.
+ * about that much). False when the quotes are not those fitted or the model's smile cannot be evaluated (RangeError).
  * @param quotes0 the quotes fitted at (`T0`, `forward0`); @param quotes the current ones, same strikes in order
  * @param share the share of each quote's tolerance the residual change may use (default 1)
  */

@@ -24,7 +24,7 @@ import { checkSmileDensity } from '../smileArbitrage.js';
 import { gridLocalMinima, levenbergMarquardt } from '../lm.js';
 import { marketAtmIv } from '../quoteWeights.js';
 import { errorsAgainst, finiteOrNull, halfSpreadObjectiveWeights, servedGrid } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, usableStart, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** eSSVI slice parameters (Gatheral-Jacquier 2014 eq. (4.1)): theta > 0 ATM total variance, |rho| < 1, phi > 0. */
 export interface EssviParams {
@@ -378,11 +378,9 @@ function sparseFit(
  */
 export function fitEssviSlice(g: SliceInput, ctx: FitContext<EssviParams>): SliceFit<EssviParams> {
   const priorT = ctx.lastFullT;
-  // a prior or warm start outside the butterfly domain (as fromRecord reads it) is not used
-  const usable = (x: EssviParams | undefined): EssviParams | undefined => (x && essviParamViolations(x, 1e-9).length === 0 ? x : undefined);
-  const last = priorT !== undefined ? usable(ctx.lastFull) : undefined;
+  const last = priorT !== undefined ? usableStart(essviModel, ctx.lastFull, priorT, g.forward) : undefined;
   const prior = last && priorT !== undefined && priorT < g.T ? last : undefined;
-  const previous = usable(ctx.previous);
+  const previous = usableStart(essviModel, ctx.previous, g.T, g.forward);
   const previousOk = previous && (!prior || (previous.phi <= prior.phi && essviParamViolations(previous).length === 0)) ? previous : undefined;
   const weights = halfSpreadObjectiveWeights(g.quotes);
   const r = calibrateEssvi(

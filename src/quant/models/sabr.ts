@@ -12,7 +12,7 @@ import { calibrateSabr } from '../sabrCalibration.js';
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
 import { finiteOrNull, halfSpreadObjectiveWeights, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, usableStart, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
 export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
@@ -149,8 +149,8 @@ function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly numb
 export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, beta: number): SliceFit<SabrServedParams> {
   // Spread-weighted, untrimmed: the served SABR is the spread-weighted least-squares Hagan fit to the marks (the
   // reference of test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
-  const prior = st.lastFullT !== undefined ? st.lastFull : undefined;
-  const previous = st.previous;
+  const prior = st.lastFullT !== undefined ? usableStart(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
+  const previous = usableStart(sabrModel, st.previous, g.T, g.forward);
   const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
     beta,
     weighting: 'halfSpread',

@@ -7,7 +7,7 @@
 import { sviFirstDerivative, sviTotalVariance, type SviParams } from '../svi.js';
 import { calibrateSvi } from '../sviCalibration.js';
 import { finiteOrNull, halfSpreadObjectiveWeights, toCalibrationQuotes } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, usableStart, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Fewest quotes of calibrateSvi's full 5-parameter mode (its `minQuotesFull` default); fewer borrow a shape prior. */
 export const SVI_MIN_QUOTES_FULL = 7;
@@ -26,8 +26,8 @@ export const SVI_MIN_QUOTES_FULL = 7;
  * @throws RangeError from calibrateSvi (T not finite > 0; no valid quote)
  */
 export function fitSviSlice(g: SliceInput, st: FitContext<SviParams>): SliceFit<SviParams> {
-  const prior = st.lastFull;
-  const previous = st.previous;
+  const prior = usableStart(sviModel, st.lastFull, st.lastFullT ?? g.T, g.forward);
+  const previous = usableStart(sviModel, st.previous, g.T, g.forward);
   const r = calibrateSvi(toCalibrationQuotes(g), g.T, {
     weighting: 'halfSpread',
     robust: false,

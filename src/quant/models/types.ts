@@ -73,7 +73,8 @@ export interface SliceFit<P> {
 
 /**
  * What the fit of one expiry may use from the shorter expiries already served in this recalibration, and from its
- * own previous fit, in the model's typed parameters `P`.
+ * own previous fit, in the model's typed parameters `P`. A model does not use a prior or a start that its own
+ * `fromRecord` would refuse ({@link usableStart}).
  */
 export interface FitContext<P> {
   /** Last full fit and its T (prior of sparse expiries). */
@@ -157,6 +158,22 @@ export interface SmileModel<P> {
    * pass then refits it whenever that prior changes.
    */
   borrowsShape(g: SliceInput): boolean;
+}
+
+/**
+ * A prior or warm start `p` of `model` when the model can read it back from its stored form (its validating
+ * `fromRecord`, at T and forward), else undefined: a start that is not valid for the model is not used (the fit then
+ * starts cold / from its default shape), as the calibrations themselves ignore an unusable prior or start.
+ */
+export function usableStart<P>(model: SmileModel<P>, p: P | undefined, T: number, forward: number): P | undefined {
+  if (p === undefined) return undefined;
+  try {
+    model.fromRecord(model.toRecord(p), T, forward);
+    return p;
+  } catch (err) {
+    if (err instanceof RangeError) return undefined;
+    throw err;
+  }
 }
 
 /** Reads a finite number named `name` from a stored record. @throws RangeError when missing or not finite */

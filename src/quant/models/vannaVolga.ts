@@ -8,7 +8,7 @@
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE, calibrateVannaVolga, defaultWingScales, vannaVolgaParamViolations, vannaVolgaSmile, vannaVolgaWingStrikes, type VannaVolgaParams } from '../vannaVolga.js';
 import { errorsAgainst, finiteOrNull, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { need, usableStart, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
 
 /** Served Vanna-Volga parameters (second order; wing strikes and curvatures included). */
 export interface VannaVolgaServedParams {
@@ -26,11 +26,14 @@ export interface VannaVolgaServedParams {
   readonly wingScaleR: number;
 }
 
+/** The stored parameter names, in their stored order. */
+const VV_PARAMETER_NAMES: ReadonlyArray<keyof VannaVolgaServedParams> = ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C', 'wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'];
+
 const toVv = (p: VannaVolgaServedParams): VannaVolgaParams => ({ ...p, order: 'second' });
 
 export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
   name: 'VANNA_VOLGA',
-  parameterNames: ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C', 'K10P', 'K10C', 'wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'],
+  parameterNames: VV_PARAMETER_NAMES,
   optionalParameterNames: ['wingCurvL', 'wingCurvR', 'wingScaleL', 'wingScaleR'],
   // Refitted on any change of its quotes (issue 22): its fit (pillar vols read off the quotes at delta strikes that move
   // with them, wings fitted apart, pillars shrunk towards ATM when the density check fails) jumps with small quote
@@ -58,7 +61,8 @@ export const vannaVolgaModel: SmileModel<VannaVolgaServedParams> = {
     if (bad.length > 0) throw new RangeError(`invalid Vanna-Volga parameters: ${bad.join('; ')}`);
     return p;
   },
-  toRecord: (p) => ({ ...p }),
+  // exactly the stored names, in order (whatever else the object holds)
+  toRecord: (p) => Object.fromEntries(VV_PARAMETER_NAMES.map((name) => [name, p[name]])),
   totalVariance(p, T, F) {
     const smile = vannaVolgaSmile(toVv(p), F, T);
     return (k) => {
@@ -182,7 +186,7 @@ function shrinkVannaVolga(p: Required<VannaVolgaParams>, g: SliceInput): { param
  * @throws RangeError from calibrateVannaVolga (F, T not finite > 0; no valid quote)
  */
 export function fitVannaVolgaSlice(g: SliceInput, st: FitContext<VannaVolgaServedParams>): SliceFit<VannaVolgaServedParams> {
-  const p = st.previous;
+  const p = usableStart(vannaVolgaModel, st.previous, g.T, g.forward);
   // The calibration's own density check runs on the served grid and checks the served smile (wings included):
   // its verdict is the served check, not repeated here.
   const r = calibrateVannaVolga(toCalibrationQuotes(g), g.forward, g.T, {
