@@ -7,9 +7,10 @@
  * module's in src/quant/models (SmileModel.fit, through MODEL_REGISTRY); this file is the pipeline around it. Pieces:
  * expiryGroups.ts (the view's quotes per expiry), fitMemory.ts (what a pair keeps between fits), sparse.ts (sparse
  * expiries), quality.ts (served-surface figures), modelSurface.ts (slices -> surface, calendar envelope); each
- * model's typed parameters travel through the passes and are carried by the model's own carryForward. Deterministic for a given sequence of chain views. Memory per (source, pair) ({@link FitMemory}):
- * the last good slice per expiry (used when a new fit is rejected), the repair/rejection counts, and each expiry's last
- * fit with the inputs it was fitted to.
+ * model's typed parameters travel through the passes and are carried by the model's own carryForward. Deterministic
+ * for a given sequence of chain views. Memory per (source, pair) ({@link FitMemory}): the last good slice per expiry
+ * (used when a new fit is rejected), the repair/rejection counts, and each expiry's last fit with the inputs it was
+ * fitted to.
  *
  * Incremental refits (issue 12 item 1, issue 22): a view that is not `full` (ChainView.full === false) refits only the
  * expiries whose inputs changed since their last fit (forward, or any quote's strike, mark, bid or ask IV; for an
