@@ -1,0 +1,58 @@
+/**
+ * Stability of the served Vanna-Volga far wing under mark noise (issue 26, found by an outside review on 2026-11-27):
+ * the real 2020 Deribit chain (schepal, 2020-05-14) is refitted 30 times with every mark moved by an independent
+ * uniform +-0.1 vol pt (seeded), and the served Vanna-Volga implied vol of the 29MAY20 expiry (15 days) is read at
+ * k = ln(K/F) = 1, beyond its last quote (k 0.37), and at k = 0.3, among its quotes. Reference in the test: the same
+ * expiry's served SVI at k = 1 on the unperturbed chain (a second model as the yardstick of a plausible far wing).
+ *
+ * Measured (a defect, held here so that it cannot pass unnoticed): the wing fit (src/quant/vannaVolga.ts fitWing)
+ * fits its scale only with 3 or more quotes beyond the 10-delta strike, else the curvature at the default scale from
+ * the 1 or 2 quotes there; the 10-delta call strike of this expiry lies near the 12500 call, so 0.1 vp of noise moves
+ * it across that strike and the far wing jumps between about 190 % and 223 % at k = 1 (SVI 192 %). The test asserts
+ * the jump as measured; once the wing rule is continuous in its quote count it fails (spread under 5 vp): then
+ * replace the measured bound by the goal (spread at k = 1 under 5 vp, within 15 vp of SVI).
+ */
+import { describe, expect, it } from 'vitest';
+import { Rng } from '../../adapters/simulator/rng.js';
+import { fitChain } from '../../src/quant/chain/chainFit.js';
+import { buildModelSurface } from '../../src/quant/chain/modelSurface.js';
+import type { ChainView } from '../../streams/chainState.js';
+import { replayChainView } from './chainQuality.js';
+
+/** Expiry 2020-05-29 08:00 UTC, Unix s. */
+const EXPIRY = Date.UTC(2020, 4, 29, 8) / 1000;
+
+/** The served implied vol (%) of `model` at the expiry, at log-moneyness k. */
+function servedAt(view: ChainView, model: 'SVI' | 'VANNA_VOLGA', ks: readonly number[]): number[] {
+  const m = fitChain(view).models.find((x) => x.model === model)!;
+  const s = m.slices.find((x) => x.expirationTimestamp === EXPIRY)!;
+  const surface = buildModelSurface(m.model, m.slices);
+  return ks.map((k) => 100 * surface.impliedVolAtLogMoneyness(s.T, k));
+}
+
+describe('Vanna-Volga far wing under +-0.1 vol pt of mark noise (schepal 29MAY20, 15 days)', () => {
+  it('jumps between two wings at k = 1 (measured defect: the wing fit\'s cliff in its quote count); the quoted range stays put', () => {
+    const base = replayChainView('schepal');
+    const [sviFar] = servedAt(base, 'SVI', [1]);
+    const rng = new Rng(20261127);
+    const far: number[] = [];
+    const near: number[] = [];
+    for (let i = 0; i < 30; i++) {
+      const view: ChainView = { ...base, options: base.options.map((o) => ({ ...o, markIv: o.markIv + 0.001 * (2 * rng.uniform() - 1) })) };
+      const [a, b] = servedAt(view, 'VANNA_VOLGA', [1, 0.3]);
+      far.push(a!);
+      near.push(b!);
+    }
+    const spread = (xs: number[]) => Math.max(...xs) - Math.min(...xs);
+    console.log(
+      `VV 29MAY20 under +-0.1 vp noise, 30 refits: k = 1 from ${Math.min(...far).toFixed(1)} to ${Math.max(...far).toFixed(1)} % (SVI unperturbed ${sviFar!.toFixed(1)} %); ` +
+        `k = 0.3 from ${Math.min(...near).toFixed(2)} to ${Math.max(...near).toFixed(2)} %; refits on the far wing (> SVI + 15 vp): ${far.filter((x) => x > sviFar! + 15).length}`,
+    );
+    // among the quotes the served smile follows the noise, no more (the 12500 and 13000 calls' spreads are ~4.5 vp)
+    expect(spread(near)).toBeLessThan(2);
+    // the measured defect: two wings 25 to 40 vp apart at k = 1, some refits on each (fails once the wing is stable)
+    expect(spread(far), 'the far wing is stable now: replace this measured bound by the goal (module docstring)').toBeGreaterThan(25);
+    expect(spread(far)).toBeLessThan(40);
+    expect(Math.min(...far)).toBeLessThan(sviFar! + 5);
+  }, 120_000);
+});
