@@ -127,8 +127,8 @@ export function buildSurfaceSnapshot(
  *   recalibration carries the same number)
  * @param previous the previous result of the same (source, pair), optional: slices whose quotes are unchanged share
  *   its frozen quote lists instead of copying them
- * @throws RangeError when a slice's parameters are invalid for its model (never for fitChain's output: fitModel reads
- *   every served slice back in the worker; streams/pipeline.ts turns a throw into a failed fit, the last good surface stays)
+ * @throws RangeError when a slice's parameters are invalid for its model (streams/pipeline.ts turns it into a failed fit:
+ *   the last good surface stays, nothing is published)
  */
 export function buildSnapshots(fit: ChainFit, sequence: number, previous?: CalibrationResult | null): CalibrationResult {
   const { source, pair, spot, observationTimestamp: obs } = fit;

@@ -172,14 +172,9 @@ function fitModelWith<P>(smile: SmileModel<P>, groups: readonly EligibleGroup[],
     calendarGrid: CALENDAR_GRID_TEXT,
     counts: { ...mp.counts } as ArbitrageCounts,
   };
-  // the served slices in their stored form (the plain ChainFit a worker posts, snapshots and Kafka documents carry),
-  // each read back by the model here, in the worker, so that a record the cache or a replica could not read fails this
-  // fit (the pipeline's "calibration failed; the last good surface stays") instead of the snapshot build
-  const served = slices.map((s): ExpirySlice => {
-    const params = mp.smile.toRecord(s.params);
-    mp.smile.fromRecord(params, s.T, s.forward);
-    return { ...s, params };
-  });
+  // the served slices in their stored form (the plain ChainFit a worker posts, snapshots and Kafka documents carry);
+  // the snapshot builder reads them back (a record it cannot read fails that fit in streams/pipeline.ts)
+  const served = slices.map((s): ExpirySlice => ({ ...s, params: mp.smile.toRecord(s.params) }));
   return { model, slices: served, skipped: mp.skipped, calibrationMs: performance.now() - t0, arbitrage };
 }
 

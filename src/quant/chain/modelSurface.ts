@@ -103,11 +103,8 @@ export function typedTotalVariance<P>(m: SmileModel<P>, slice: Pick<TypedSlice<P
  *   name is unknown
  */
 export function sliceTotalVariance(model: ModelRef, slice: Pick<ModelSliceInput, 'T' | 'forward' | 'params'>): (k: number) => number {
-  const { T, forward: F } = slice;
-  if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`sliceTotalVariance: T must be finite > 0, got ${T}`);
-  if (!(F > 0 && Number.isFinite(F))) throw new RangeError(`sliceTotalVariance: forward must be finite > 0, got ${F}`);
   const m = moduleOf(model);
-  return typedTotalVariance(m, { T, forward: F, params: m.fromRecord(slice.params, T, F) });
+  return typedTotalVariance(m, { T: slice.T, forward: slice.forward, params: m.fromRecord(slice.params, slice.T, slice.forward) });
 }
 
 /**
