@@ -45,10 +45,11 @@
  *    `wingScaleR`; default |ln(K25/K10)| of that side), with |s| + c <= 1.8 so that the asymptotic slope stays
  *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
  *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
- *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike: d (from 3 quotes beyond it; else the
- *    default) on a log grid (1/16 to 4 times the default, 13 points) refined by golden section in ln d within a
- *    factor sqrt 2 of the best grid point (so d lies in 2^-4.5 to 2^2.5 times the default), c per d by weighted linear least squares in total
- *    variance, the final c by golden section on the IV least squares (stored as found; served as at most 1.8 - |s|,
+ *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike by penalized least squares (priors c ~ 0
+ *    and d ~ the default, {@link WING_NOISE_IV}: continuous in the quotes, no quote-count threshold): d on a log
+ *    grid (1/16 to 4 times the default, 13 points) refined by golden section in ln d within a factor sqrt 2 of the
+ *    best grid point (so d lies in 2^-4.5 to 2^2.5 times the default), c per d by weighted linear ridge least squares
+ *    in total variance, the final c by golden section on the penalized IV objective (stored as found; served as at most 1.8 - |s|,
  *    {@link wingCurvatureBound}, so |s| + c <= 1.8 holds for the served wing); if needed c is scaled
  *    down until the density check passes (one side alone, the side of the failing strike first, when that
  *    suffices, else both together); without quotes there c is 0. w never decreases outward; never NaN.
@@ -90,9 +91,6 @@ export interface VannaVolgaParams {
   readonly wingScaleL?: number;
   readonly wingScaleR?: number;
 }
-
-/** Fewest quotes beyond a 10-delta strike for the wing's scale d to be fitted (else the default |ln(K25/K10)|). */
-const WING_SCALE_MIN_QUOTES = 3;
 
 /** Max outward slope of total variance in k in the extrapolated wings (90 % of Lee's bound 2). */
 export const VV_MAX_WING_SLOPE = 1.8;
@@ -624,21 +622,49 @@ function goldenSection(f: (x: number) => number, a0: number, b0: number): { x: n
 }
 
 /**
- * One wing's best curvature at a scale d, for the quotes `beyond` that side's 10-delta strike: the function
- * (d, exact) -> {c, f}, c by the linearized least squares (or, `exact`, golden section on the IV least squares) and f
- * its IV cost, or c = 0 with the linear wing's cost when that is no worse. The wings alone move with c and d: the
- * core's terms are computed once (vannaVolgaSmile's formula, same numbers).
+ * Prior scales of the wing fit (wing rule 2; issue 26, 2026-11-28): the wing's curvature c and the log of its scale,
+ * u = ln(d / d0) (d0 the default scale), are fitted by penalized least squares,
+ *   J(c, u) = sum over the quotes beyond the 10-delta strike of ((sigma(k_i) - iv_i) / WING_NOISE_IV)^2
+ *             + (c / WING_PRIOR_CURVATURE)^2 + (u / WING_PRIOR_LOG_SCALE)^2,
+ * i.e. the maximum a posteriori estimate under Gaussian marks noise and Gaussian priors centred on the linear C1
+ * wing at the default scale (Tikhonov regularization: Hoerl and Kennard, "Ridge regression", Technometrics 12(1),
+ * 1970; the Bayesian reading: Bishop, "Pattern Recognition and Machine Learning", 2006, sec. 3.3). Each quote's pull
+ * on c and d grows continuously with its distance beyond the junction (a quote at the junction has no leverage on
+ * the wing's shape), so the served wing no longer jumps when the 10-delta strike crosses a quote, as it did with a
+ * scale fitted only from 3 quotes beyond (schepal 29MAY20: k = 1 between 190.7 and 223.0 % under +-0.1 vp of mark
+ * noise); with few quotes the priors dominate, with many the quotes do.
+ * WING_NOISE_IV: 0.5 vol pt, about the half-spread of a far out-of-the-money crypto option (the spread objective's
+ * floor is 0.25 vp); WING_PRIOR_CURVATURE: 0.5 in total variance per unit k (the served bound is 1.8 - |s|);
+ * WING_PRIOR_LOG_SCALE: 1 (d within a factor e of its default carries a penalty of at most one quote's 0.5 vp).
  */
-function wingCurvatureFit(side: 'L' | 'R', terms: VannaVolgaWingTerms, beyond: readonly ValidQuote[], T: number, d0: number): (d: number, exact?: boolean) => { c: number; f: number } {
-  const costAt = (c: number, d: number): number => {
+const WING_NOISE_IV = 0.005;
+const WING_PRIOR_CURVATURE = 0.5;
+const WING_PRIOR_LOG_SCALE = 1;
+
+/**
+ * One wing's best curvature at a scale d = d0 e^u, for the quotes `beyond` that side's 10-delta strike: the function
+ * (u, exact) -> {c, f}, c by the linearized ridge least squares (or, `exact`, golden section on the penalized IV
+ * objective J of {@link WING_NOISE_IV}) and f = J(c, u). The wings alone move with c and d: the core's terms are
+ * computed once (vannaVolgaSmile's formula, same numbers). `linearCost`: J of the linear wing (c = 0, u = 0).
+ */
+function wingCurvatureFit(
+  side: 'L' | 'R',
+  terms: VannaVolgaWingTerms,
+  beyond: readonly ValidQuote[],
+  T: number,
+  d0: number,
+): ((u: number, exact?: boolean) => { c: number; f: number }) & { readonly linearCost: number } {
+  const noise2 = WING_NOISE_IV * WING_NOISE_IV;
+  const objective = (c: number, u: number): number => {
+    const d = d0 * Math.exp(u);
     const t = side === 'L' ? { ...terms, dLo: d } : { ...terms, dHi: d };
     const cEff = wingCurvatureBound(c, t, side);
-    return beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
+    const misfit = beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
+    return misfit / noise2 + (c / WING_PRIOR_CURVATURE) ** 2 + (u / WING_PRIOR_LOG_SCALE) ** 2;
   };
-  const linear = costAt(0, d0);
   // For a scale d the wing is w = A + c B (A the C1 continuation, B = sqrt(x^2 + d^2) - d): c by weighted linear
-  // least squares in total variance, each quote weighted 1/(2 iv T)^2 so that a variance residual approximates the
-  // IV one (d iv = dw / (2 iv T)), clamped to [0, the Lee bound]; exact for that linearization, one pass per d.
+  // ridge least squares in total variance, each quote weighted 1/(2 iv T)^2 so that a variance residual approximates
+  // the IV one (d iv = dw / (2 iv T)), clamped to [its floor, the Lee bound]; exact for that linearization.
   const t0 = side === 'L' ? terms.sLo : terms.sHi;
   const cMax = wingCurvatureBound(VV_MAX_WING_SLOPE, terms, side);
   // Issue 26: a NEGATIVE curvature flattens the wing towards a plateau (short expiries whose far marks are flat).
@@ -651,10 +677,10 @@ function wingCurvatureFit(side: 'L' | 'R', terms: VannaVolgaWingTerms, beyond: r
   const g0 = (1 - (kb * t0) / (2 * wb)) ** 2 - ((t0 * t0) / 4) * (1 / wb + 0.25);
   const cFloor = wingCurvatureBound(-VV_MAX_WING_SLOPE, terms, side);
   const cMinAt = (d: number): number => (g0 > 0 && Number.isFinite(g0) ? Math.max(cFloor, -g0 * d) : 0);
+  const ridge = noise2 / (WING_PRIOR_CURVATURE * WING_PRIOR_CURVATURE);
   const cLinear = (d: number): number => {
-    const cMin = cMinAt(d);
     let num = 0;
-    let den = 0;
+    let den = ridge;
     for (const q of beyond) {
       const x = side === 'L' ? terms.kLo - q.k : q.k - terms.kHi;
       const A = (side === 'L' ? terms.wLo - t0 * x : terms.wHi + t0 * x) - q.iv * q.iv * T;
@@ -663,49 +689,44 @@ function wingCurvatureFit(side: 'L' | 'R', terms: VannaVolgaWingTerms, beyond: r
       num -= lam * B * A;
       den += lam * B * B;
     }
-    return den > 0 ? Math.min(Math.max(num / den, cMin), cMax) : 0;
+    return Math.min(Math.max(num / den, cMinAt(d)), cMax);
   };
-  /** The scale's own best c (exact IV least squares, golden section, when `exact`) and its IV cost. */
-  return (d: number, exact = false): { c: number; f: number } => {
-    let g: { x: number; f: number };
-    if (exact) g = goldenSection((c) => costAt(c, d), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
-    else {
+  const at = (u: number, exact = false): { c: number; f: number } => {
+    const d = d0 * Math.exp(u);
+    if (!exact) {
       const c = cLinear(d);
-      g = { x: c, f: costAt(c, d) };
+      return { c, f: objective(c, u) };
     }
-    return g.f < linear ? { c: g.x, f: g.f } : { c: 0, f: linear };
+    const g = goldenSection((c) => objective(c, u), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
+    return { c: g.x, f: g.f };
   };
+  return Object.assign(at, { linearCost: objective(0, 0) });
 }
 
 /**
  * Wing curvature c and scale d of one side (wing rule 2), on the quotes beyond that side's 10-delta strike (none: c =
- * 0 at the default scale): d by a log-spaced grid of 13 points from 1/16 to 4 times the default scale, then golden
- * section in ln d around the best point, each d ranked by the IV least squares at its own c; the final c at the chosen
- * d by golden section on the IV least squares. d is fitted only where more quotes lie beyond the 10-delta strike than
- * the wing has parameters (c and d): with one or two, any pair through them would do and the extrapolated wing would
- * jump from one refit to the next.
+ * 0 at the default scale): the penalized objective J of {@link WING_NOISE_IV} over u = ln(d / d0) on a grid of 13
+ * points from 1/16 to 4 times the default scale (each u at its own linearized c), then golden section in u within a
+ * factor sqrt 2 of the best point, the final c at the chosen d by golden section on J; the linear wing at the default
+ * scale (c = 0, J = the misfit alone) when nothing lowers J. Continuous in the quotes: no quote-count threshold.
  */
 function fitWing(side: 'L' | 'R', terms: VannaVolgaWingTerms, used: readonly ValidQuote[], T: number): { c: number; d: number } {
   const d0 = side === 'L' ? terms.dLo : terms.dHi;
   const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
   if (beyond.length === 0) return { c: 0, d: d0 };
   const bestC = wingCurvatureFit(side, terms, beyond, T, d0);
-  if (beyond.length < WING_SCALE_MIN_QUOTES) return { c: bestC(d0, true).c, d: d0 };
-  let best = { u: 0, ...bestC(d0) };
+  let best = { u: 0, ...bestC(0) };
   for (let j = -8; j <= 4; j++) {
     if (j === 0) continue;
     const u = (j / 2) * Math.LN2;
-    const r = bestC(d0 * Math.exp(u));
+    const r = bestC(u);
     if (r.f < best.f * (1 - 1e-12)) best = { u, ...r };
   }
-  if (best.c === 0) {
-    // no curvature at any scale by the linearization: the exact c at the default scale (the rule without scales)
-    const e = bestC(d0, true);
-    return { c: e.c, d: d0 };
-  }
-  const refined = goldenSection((u) => bestC(d0 * Math.exp(u)).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
-  const d = d0 * Math.exp(refined.f < best.f ? refined.x : best.u);
-  return { c: bestC(d, true).c, d };
+  const refined = goldenSection((u) => bestC(u).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
+  const u = refined.f < best.f ? refined.x : best.u;
+  const exact = bestC(u, true);
+  // the linear wing (c = 0) is the same at every scale: at the default one it carries no prior cost
+  return exact.f < bestC.linearCost ? { c: exact.c, d: d0 * Math.exp(u) } : { c: 0, d: d0 };
 }
 
 /** The largest factor in [0, 1] for which `ok` holds (bisection, 12 steps), given that 0 passes. */

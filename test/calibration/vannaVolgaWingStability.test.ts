@@ -5,12 +5,12 @@
  * k = ln(K/F) = 1, beyond its last quote (k 0.37), and at k = 0.3, among its quotes. Reference in the test: the same
  * expiry's served SVI at k = 1 on the unperturbed chain (a second model as the yardstick of a plausible far wing).
  *
- * Measured (a defect, held here so that it cannot pass unnoticed): the wing fit (src/quant/vannaVolga.ts fitWing)
- * fits its scale only with 3 or more quotes beyond the 10-delta strike, else the curvature at the default scale from
- * the 1 or 2 quotes there; the 10-delta call strike of this expiry lies near the 12500 call, so 0.1 vp of noise moves
- * it across that strike and the far wing jumps between about 190 % and 223 % at k = 1 (SVI 192 %). The test asserts
- * the jump as measured; once the wing rule is continuous in its quote count it fails (spread under 5 vp): then
- * replace the measured bound by the goal (spread at k = 1 under 5 vp, within 15 vp of SVI).
+ * Found (2026-11-27): the wing fit (src/quant/vannaVolga.ts fitWing) fitted its scale only with 3 or more quotes beyond
+ * the 10-delta strike, else the curvature at the default scale from the 1 or 2 quotes there; the 10-delta call strike
+ * of this expiry lies near the 12500 call, so 0.1 vp of noise moved it across that strike and the far wing jumped
+ * between 190.7 and 223.0 % at k = 1 (SVI 192.0 %; 13 of 30 refits on the high wing). Since 2026-11-28 the wing is a
+ * penalized fit (priors on its curvature and scale) with no quote-count threshold: measured 196.6 to 199.3 %.
+ * Goal asserted: the spread at k = 1 under 5 vp, within 15 vp of SVI; the quoted range within 2 vp.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../adapters/simulator/rng.js';
@@ -31,7 +31,7 @@ function servedAt(view: ChainView, model: 'SVI' | 'VANNA_VOLGA', ks: readonly nu
 }
 
 describe('Vanna-Volga far wing under +-0.1 vol pt of mark noise (schepal 29MAY20, 15 days)', () => {
-  it('jumps between two wings at k = 1 (measured defect: the wing fit\'s cliff in its quote count); the quoted range stays put', () => {
+  it('stays on one wing at k = 1 (spread under 5 vp, within 15 vp of SVI); the quoted range stays put', () => {
     const base = replayChainView('schepal');
     const [sviFar] = servedAt(base, 'SVI', [1]);
     const rng = new Rng(20261127);
@@ -50,9 +50,8 @@ describe('Vanna-Volga far wing under +-0.1 vol pt of mark noise (schepal 29MAY20
     );
     // among the quotes the served smile follows the noise, no more (the 12500 and 13000 calls' spreads are ~4.5 vp)
     expect(spread(near)).toBeLessThan(2);
-    // the measured defect: two wings 25 to 40 vp apart at k = 1, some refits on each (fails once the wing is stable)
-    expect(spread(far), 'the far wing is stable now: replace this measured bound by the goal (module docstring)').toBeGreaterThan(25);
-    expect(spread(far)).toBeLessThan(40);
-    expect(Math.min(...far)).toBeLessThan(sviFar! + 5);
+    // one wing: 0.2 vp of mark noise moves it by a few vol points at most, near the other model's far wing
+    expect(spread(far)).toBeLessThan(5);
+    for (const x of far) expect(Math.abs(x - sviFar!)).toBeLessThan(15);
   }, 120_000);
 });

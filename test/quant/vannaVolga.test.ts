@@ -331,16 +331,53 @@ describe('calibrateVannaVolga wings on a real chain (Deribit BTC 2020-05-14, dat
     expect(wingRmse(e, { ...fit.params, wingScaleL: d0 }, 'L')).toBeGreaterThan(wingRmse(e, fit.params, 'L') + 0.5);
   });
 
-  it('the scale is fitted only from 3 quotes beyond the 10-delta strike (225-day expiry: 2 on the put side)', () => {
+  it('the wing minimizes its penalized objective (225-day expiry, 2 quotes beyond the put side): brute-force grid in the test', () => {
+    // J(c, u) = sum ((sigma(k_i) - iv_i) / 0.005)^2 + (c / 0.5)^2 + u^2, u = ln(d / |ln(K25P/K10P)|): the documented
+    // wing objective (docs/conventions.md), evaluated here on a 0.005 x 0.02 grid in (c, u) through the served smile
     const e = expiry(225.1);
     const fit = fitOf(e);
-    const kLo = Math.log(fit.params.K10P! / e.forward);
-    expect(e.quotes.filter((q) => q.k < kLo).length).toBe(2);
-    expect(fit.params.wingScaleL).toBeCloseTo(Math.log(fit.params.K25P / fit.params.K10P!), 12);
+    const p = fit.params;
+    const kLo = Math.log(p.K10P! / e.forward);
+    const beyond = e.quotes.filter((q) => q.k < kLo);
+    expect(beyond.length).toBe(2);
+    const d0 = Math.log(p.K25P / p.K10P!);
+    const J = (c: number, u: number): number =>
+      beyond.reduce((a, q) => a + ((vannaVolgaImpliedVol({ ...p, wingCurvL: c, wingScaleL: d0 * Math.exp(u) }, e.forward, q.strike, e.T) - q.iv) / 0.005) ** 2, 0) +
+      (c / 0.5) ** 2 +
+      u * u;
+    let best = Number.POSITIVE_INFINITY;
+    for (let c = -0.3; c <= 1.8; c += 0.005) for (let u = -3.1; u <= 1.7; u += 0.02) best = Math.min(best, J(c, u));
+    const served = J(p.wingCurvL, Math.log(p.wingScaleL / d0));
+    expect(served).toBeLessThanOrEqual(best + 1e-3);
+    // two quotes no longer leave the scale at its default (the rule before 2026-11-28): the objective moved it
+    expect(Math.abs(Math.log(p.wingScaleL / d0))).toBeGreaterThan(0.5);
+    expect(J(p.wingCurvL, Math.log(p.wingScaleL / d0))).toBeLessThan(Math.min(...Array.from({ length: 421 }, (_, i) => J(-0.3 + 0.005 * i, 0))));
   });
 
-  it('a density failure on the call wing does not flatten the put wing (225-day expiry)', () => {
+  it('a quote entering the wing at the 10-delta strike has no pull on it: the wing is continuous in the quote set', () => {
+    // the 225-day expiry's put side, plus one quote on the served smile moved from just inside the put 10-delta strike
+    // to just beyond it: the served wing at k = -1.5 moves by the quote's own shift's order, not by a jump
     const e = expiry(225.1);
+    const qs = e.quotes.map((q) => ({ k: q.k, iv: q.iv }));
+    const p = fitOf(e).params;
+    const kLo = Math.log(p.K10P! / e.forward);
+    const far = (extraK: number): number => {
+      const iv = vannaVolgaImpliedVol(p, e.forward, e.forward * Math.exp(extraK), e.T) + 0.003;
+      const f = calibrateVannaVolga([...qs, { k: extraK, iv }], e.forward, e.T);
+      return 100 * vannaVolgaImpliedVol(f.params, e.forward, e.forward * Math.exp(-1.5), e.T);
+    };
+    const inside = far(kLo + 0.002);
+    const beyond = far(kLo - 0.002);
+    expect(Math.abs(beyond - inside)).toBeLessThan(0.5);
+  });
+
+  it('a density failure on the call wing does not flatten the put wing (225-day expiry, two steep far call marks added)', () => {
+    const e0 = expiry(225.1);
+    const last = e0.quotes.reduce((a, q) => (q.k > a.k ? q : a));
+    // marks 20 and 40 vp above the last call's at 0.2 and 0.4 further out: the call wing wants more curvature than the
+    // density allows (scaled to about 0.31), the put wing passes as fitted
+    const extra = [0.2, 0.4].map((dx, i) => ({ ...last, k: last.k + dx, strike: e0.forward * Math.exp(last.k + dx), iv: last.iv + 0.2 * (i + 1) }));
+    const e = { ...e0, quotes: [...e0.quotes, ...extra] };
     const fit = fitOf(e);
     expect(fit.arbitrageFree).toBe(true);
     expect(fit.method).toMatch(/scaled by 1\.0000 \(put side\)/);
