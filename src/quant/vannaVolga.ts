@@ -878,8 +878,8 @@ function vannaVolgaResult(fit: VannaVolgaFitted, F: number, T: number, options: 
  * If a delta root cannot be found, the flat-ATM-vol closed form is used; if the 25-delta put strike is
  * not below the forward (possible only when volAtm·sqrt(T) > 1.35), it is mirrored to F^2/K25C. All
  * fallbacks are named in `method` and `warnings`. These read-off pillar vols then start a least-squares fit
- * of the three pillar vols to the quotes inside the 10-delta strikes ({@link fitPillarVols}; kept only when
- * it lowers the error; named in `method`).
+ * of the three pillar vols to the quotes of the marks' own 10-delta band ({@link inTenDeltaBand}, {@link fitPillarVols};
+ * kept only when it lowers the error; named in `method`).
  *
  * Robustness: with >= 10 quotes, a Hampel identifier (F. R. Hampel, "The influence curve and its role in
  * robust estimation", JASA 69, 1974; Hampel et al., "Robust Statistics", 1986) drops quotes whose IV
@@ -944,6 +944,18 @@ export function calibrateVannaVolga(
  * (quoteWeights.ts quoteHalfSpreads over all the expiry's quotes, so a no-bid quote gets the expiry's widest h):
  * the spread-weighted objective of issue 26 (weights normalized to mean 1 over the fitted quotes).
  */
+/**
+ * The quotes the pillar vols are fitted to: those whose own mark's plain forward Black call delta N(d1),
+ * d1 = (-k + sigma^2 T / 2) / (sigma sqrt T) with sigma the quote's mark IV (Black 1976, r = 0), lies in [0.10, 0.90]:
+ * the 10-delta band by the market's own deltas, independent of the fit (beyond it the service serves its wing rule).
+ */
+function inTenDeltaBand(q: SviQuote, T: number): boolean {
+  const s = q.iv * Math.sqrt(T);
+  if (!(s > 0) || !Number.isFinite(s)) return false;
+  const delta = normCdf(-q.k / s + 0.5 * s);
+  return delta >= 0.1 && delta <= 0.9;
+}
+
 function fitPillarVols(
   read: VannaVolgaParams,
   used: readonly SviQuote[],
@@ -953,11 +965,8 @@ function fitPillarVols(
   previous: { readonly vol25P: number; readonly volAtm: number; readonly vol25C: number } | undefined,
   weighting: 'uniform' | 'halfSpread',
 ): VannaVolgaParams {
-  const w0 = vannaVolgaWingStrikes(read, F, T);
-  const lo = Math.log(w0.K10P / F);
-  const hi = Math.log(w0.K10C / F);
   const hAll = quoteHalfSpreads(used);
-  const insideIdx = used.map((q, i) => (q.k >= lo && q.k <= hi ? i : -1)).filter((i) => i >= 0);
+  const insideIdx = used.map((q, i) => (inTenDeltaBand(q, T) ? i : -1)).filter((i) => i >= 0);
   const inside = insideIdx.map((i) => used[i]!);
   if (inside.length < 5) return read;
   const om = insideIdx.map((i) => (weighting === 'halfSpread' ? 1 / (hAll[i]! * hAll[i]!) : 1));
@@ -1003,6 +1012,6 @@ function fitPillarVols(
   if (!(r.cost < cost0) || !r.x.every(Number.isFinite)) return read;
   const out = at(r.x);
   if (!(out.K25P < F && out.K25C > F)) return read;
-  notes.push(`pillar vols fitted${weighting === 'halfSpread' ? ' (spread-weighted)' : ''} to ${inside.length} quotes inside the 10-delta strikes (25P ${read.vol25P.toFixed(4)} -> ${r.x[0]!.toFixed(4)}, ATM ${read.volAtm.toFixed(4)} -> ${r.x[1]!.toFixed(4)}, 25C ${read.vol25C.toFixed(4)} -> ${r.x[2]!.toFixed(4)})`);
+  notes.push(`pillar vols fitted${weighting === 'halfSpread' ? ' (spread-weighted)' : ''} to ${inside.length} quotes of the marks' 10-delta band (call delta 0.10 to 0.90; 25P ${read.vol25P.toFixed(4)} -> ${r.x[0]!.toFixed(4)}, ATM ${read.volAtm.toFixed(4)} -> ${r.x[1]!.toFixed(4)}, 25C ${read.vol25C.toFixed(4)} -> ${r.x[2]!.toFixed(4)})`);
   return out;
 }

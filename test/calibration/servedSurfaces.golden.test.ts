@@ -21,6 +21,9 @@
  * The ESSVI entries (issue 25 item 2, the fourth model) were added afterwards, alone: the fixture was re-recorded
  * with ESSVI in the list, its ESSVI model entries and `lastPass.ESSVI` copied into the old fixture, and the result
  * compared byte for byte with the full re-record (identical: the other models' numbers did not move).
+ * The VANNA_VOLGA entries were re-recorded on 2026-11-27, when its pillar fit took the quotes of the marks' own 10-delta
+ * band (src/quant/vannaVolga.ts inTenDeltaBand; issue 26), and on 2026-11-28, when its wings became a penalized fit
+ * (fitWing, no quote-count threshold): every other model's entry byte-identical (checked each time).
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';

@@ -40,10 +40,10 @@
  * expiry's quotes (a no-bid quote gets the expiry's widest h, at least 2 vp). The core quotes: those whose own mark's
  * plain forward call delta N(d1(k, iv)) lies in [0.10, 0.90], the range between the 10-delta strikes where the service
  * serves the VV formula itself (beyond them its own wing rule, which is not Castagna-Mercurio's). The service picks its
- * fitted quotes by the 10-delta strikes of its read-off VV smile; this reads them off the marks: the same band, defined
- * without the service's smile, so the two sets can differ by a quote or two at the band edges; and the service drops its
- * Hampel outliers before fitting, the reference keeps every quote (measured: vannaVolgaReference.test.ts, the named
- * exceptions).
+ * fitted quotes by the same rule (src/quant/vannaVolga.ts inTenDeltaBand, written separately; until 2026-11-27 it took
+ * the 10-delta strikes of its read-off VV smile, which differed by a quote or two at the band edges: the two measured
+ * exceptions of that time, vannaVolgaReference.test.ts); the service drops its Hampel outliers before fitting, the
+ * reference keeps every quote.
  * Minimizer: unconstrained in (ln s1, ln s2, ln s3) (vols > 0 is the only restriction, and K1 < F, which the put delta
  * needs), 49 starts: the marks' own read-off pillars (linear interpolation of the core marks at k = 0 and at the
  * flat-ATM-vol 25-delta strikes) and a 3 x 4 x 4 grid (ATM level 0.9, 1, 1.1 times the marks' ATM vol; put and call
