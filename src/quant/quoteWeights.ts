@@ -25,6 +25,12 @@ export interface SviQuote {
   readonly bidIv?: number | null;
   /** Best ask IV, fraction; null/undefined/<= 0 when there is no ask. */
   readonly askIv?: number | null;
+  /**
+   * The IV interval a quote without a two-sided market is honoured in (issue 26: model price at or below the ask and
+   * within 2 price ticks of the mark; src/quant/models/fitKit.ts noBidPriceBands), lo < hi, fractions; absent: none.
+   * Fits that take it (calibrateSabr) keep their smile inside it where they can.
+   */
+  readonly ivBand?: { readonly lo: number; readonly hi: number } | null;
 }
 
 /**

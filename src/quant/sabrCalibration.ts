@@ -159,6 +159,9 @@ interface Prepared {
   readonly K: Float64Array;
   readonly iv: Float64Array;
   readonly sqrtOmega: Float64Array;
+  /** Each quote's price band (SviQuote.ivBand) as IV bounds: -Infinity / +Infinity where it has none. */
+  readonly bandLo: Float64Array;
+  readonly bandHi: Float64Array;
   /** Input indices. */
   readonly index: number[];
 }
@@ -201,7 +204,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   const extraStarts = previousStart(options, beta, nuMax);
 
   let used = all;
-  let res = fitter.fitAndRepair(all, extraStarts);
+  let res: SabrFitOutcome = fitter.fitAndRepair(all, extraStarts);
   const outliers = mode === 'sabr-3p' && n >= 10 ? outliersToTrim(fitter, res.x, all, options) : null;
   if (outliers) {
     const keep = valid.map(() => true);
@@ -211,8 +214,11 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     res = fitter.fitAndRepair(used, [...extraStarts, res.x]);
     notes.push(`trimmed ${outliers.trim.length} outlier${outliers.trim.length > 1 ? 's' : ''} (> ${outliers.thr.toFixed(2)} weighted vol pts from the median residual) and refitted`);
   }
+  const banded = fitter.honourBands(used, res);
+  res = banded;
   const params = fitter.toParams(res.x);
   notes.unshift(describeSabrMode(mode, shape, n));
+  if (banded.bandLambda > 0) notes.push(`no-bid price bands honoured (penalty weight ${banded.bandLambda.toExponential(0)})`);
   if (res.penalty) notes.push('density penalty applied (butterfly repair)');
   if (fitter.repairFailed && !res.penalty) notes.push('butterfly repair by density penalty failed; unpenalized fit kept');
 
@@ -238,7 +244,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     weighting,
     iterations: fitter.iterations,
     atm: { marketIv: marketAtm, modelIv: a.modelAtm, errorVolPts: a.atmErr },
-    warnings: a.warnings,
+    warnings: banded.bandsLeft > 0 ? [...a.warnings, `no-bid price band not honoured at ${banded.bandsLeft} quote${banded.bandsLeft > 1 ? 's' : ''} (model price above the ask or more than 2 ticks from the mark)`] : a.warnings,
   };
 }
 
@@ -255,6 +261,8 @@ function prepareSabrQuotes(valid: ReturnType<typeof validSortedQuotes>['valid'],
     K: new Float64Array(idx.length),
     iv: new Float64Array(idx.length),
     sqrtOmega: new Float64Array(idx.length),
+    bandLo: new Float64Array(idx.length).fill(Number.NEGATIVE_INFINITY),
+    bandHi: new Float64Array(idx.length).fill(Number.POSITIVE_INFINITY),
     index: idx.map((j) => (valid[j] as { i: number }).i),
   };
   idx.forEach((j, t) => {
@@ -263,6 +271,10 @@ function prepareSabrQuotes(valid: ReturnType<typeof validSortedQuotes>['valid'],
     out.K[t] = F * Math.exp(q.k);
     out.iv[t] = q.iv;
     out.sqrtOmega[t] = Math.sqrt(((omegaAll[j] as number) * idx.length) / sum);
+    if (q.ivBand && q.ivBand.lo < q.ivBand.hi) {
+      out.bandLo[t] = q.ivBand.lo;
+      out.bandHi[t] = q.ivBand.hi;
+    }
   });
   return out;
 }
@@ -331,8 +343,12 @@ class SabrFitter {
     return { kMin: d.k[0], kMax: d.k[d.k.length - 1], ...this.s.options.densityCheck };
   }
 
-  /** The weighted IV residuals of the free parameters over `base`, the ridge rows, and the density penalty rows (lambda > 0). */
-  private residuals(d: Prepared, lambda: number, penaltyStrikes: readonly number[], base: readonly number[]) {
+  /**
+   * The weighted IV residuals of the free parameters over `base`, the ridge rows, the density penalty rows (lambda >
+   * 0) and the price band rows (bandLambda > 0: sqrt(bandLambda) times how far the IV lies outside the band narrowed
+   * by {@link BAND_MARGIN}, 0 inside).
+   */
+  private residuals(d: Prepared, lambda: number, penaltyStrikes: readonly number[], base: readonly number[], bandLambda = 0) {
     const { F, T, shape, atmGuess } = this.s;
     const { free, ridge } = this;
     const sl = Math.sqrt(lambda);
@@ -352,12 +368,23 @@ class SabrFitter {
       if (lambda > 0) {
         for (const h of smileArbitragePenalties((K) => this.vol(sp, K), F, T, penaltyStrikes, sStd)) out.push(sl * h);
       }
+      if (bandLambda > 0) {
+        const sb = Math.sqrt(bandLambda);
+        for (let i = 0; i < d.k.length; i++) {
+          const lo = d.bandLo[i] as number;
+          const hi = d.bandHi[i] as number;
+          if (lo === Number.NEGATIVE_INFINITY && hi === Number.POSITIVE_INFINITY) continue;
+          const [a, b] = narrowedBand(lo, hi, d.iv[i] as number);
+          const v = this.vol(sp, d.K[i] as number);
+          out.push(sb * (v > b ? v - b : v < a ? a - v : 0));
+        }
+      }
       return out;
     };
   }
 
   /** The best of the projected-LM fits from each start (a later one wins only by a relative 1e-12). */
-  fit(d: Prepared, starts: readonly (readonly number[])[], lambda: number, penaltyStrikes: readonly number[]): { x: number[]; cost: number } {
+  fit(d: Prepared, starts: readonly (readonly number[])[], lambda: number, penaltyStrikes: readonly number[], bandLambda = 0): { x: number[]; cost: number } {
     const { free, alphaLo, alphaHi } = this;
     const nuMax = this.s.nuMax;
     let best: { x: number[]; cost: number } | null = null;
@@ -373,7 +400,10 @@ class SabrFitter {
         p[2] = Math.min(Math.max(p[2] as number, NU_MIN), nuMax);
         return free.map((j) => p[j] as number);
       };
-      const lm = levenbergMarquardt(this.residuals(d, lambda, penaltyStrikes, base), free.map((j) => s[j] as number), { project, maxIterations: lambda > 0 ? 150 : 200 });
+      const lm = levenbergMarquardt(this.residuals(d, lambda, penaltyStrikes, base, bandLambda), free.map((j) => s[j] as number), {
+        project,
+        maxIterations: lambda > 0 || bandLambda > 0 ? 150 : 200,
+      });
       this.iterations += lm.iterations;
       const p = [...base];
       free.forEach((j, t) => {
@@ -448,6 +478,51 @@ class SabrFitter {
     this.repairFailed = true;
     return { x: x0, x0, penalty: false, check: chk0 };
   }
+
+  /** The quotes of `d` whose price band the smile at `x` leaves (index into d). */
+  outsideBands(d: Prepared, x: readonly number[]): number[] {
+    const sp = this.toParams(x);
+    const out: number[] = [];
+    for (let i = 0; i < d.k.length; i++) {
+      const v = this.vol(sp, d.K[i] as number);
+      if (v > (d.bandHi[i] as number) || v < (d.bandLo[i] as number)) out.push(i);
+    }
+    return out;
+  }
+
+  /**
+   * Price bands (issue 26; SviQuote.ivBand): when the fit leaves the band of a quote without a two-sided market, it is
+   * refitted from there with hinge penalties on the distance outside the bands (narrowed by {@link BAND_MARGIN}),
+   * weight raised x10 from 1e2 to 1e8; the first refit inside every band whose density check passes (as `res`'s, when
+   * it passed) wins. None: `res` is kept, `bandsLeft` counts the quotes outside (reported as a warning).
+   */
+  honourBands(d: Prepared, res: SabrFitOutcome): SabrFitOutcome & { readonly bandLambda: number; readonly bandsLeft: number } {
+    const left = this.outsideBands(d, res.x).length;
+    if (left === 0) return { ...res, bandLambda: 0, bandsLeft: 0 };
+    const { F, T } = this.s;
+    let x = res.x;
+    for (let bandLambda = 1e2; bandLambda <= 1e8; bandLambda *= 10) {
+      x = this.fit(d, [x], 0, [], bandLambda).x;
+      if (this.outsideBands(d, x).length > 0) continue;
+      const check = checkSmileDensity((K) => this.vol(this.toParams(x), K), F, T, this.checkOpts(d));
+      if (check.arbitrageFree || !res.check.arbitrageFree) return { x, x0: res.x0, penalty: res.penalty, check, bandLambda, bandsLeft: 0 };
+    }
+    return { ...res, bandLambda: 0, bandsLeft: left };
+  }
+}
+
+/**
+ * Fraction of a price band's half-widths kept free on each side of the mark by the band penalty: the penalty holds the
+ * IV inside [lo + m (iv - lo), hi - m (hi - iv)] (m = 0.05, iv the mark), so that a fit it moves lands inside the band
+ * itself, not on its edge.
+ */
+const BAND_MARGIN = 0.05;
+
+/** A band [lo, hi] narrowed towards the mark `iv` by {@link BAND_MARGIN} of each side's width (unchanged where infinite or the mark lies outside). */
+function narrowedBand(lo: number, hi: number, iv: number): [number, number] {
+  const a = Number.isFinite(lo) && iv > lo ? lo + BAND_MARGIN * (iv - lo) : lo;
+  const b = Number.isFinite(hi) && iv < hi ? hi - BAND_MARGIN * (hi - iv) : hi;
+  return [a, b];
 }
 
 /**

@@ -102,15 +102,15 @@ describe('issue 26 goals on every real chain and on the simulator', () => {
           n += r.noBid;
           if (r.noBidAboveAsk + r.noBidBeyond2Ticks === 0) continue;
           misses.push(`${label(q, model, r)}: above ask ${r.noBidAboveAsk}, beyond 2 ticks ${r.noBidBeyond2Ticks}`);
-          // Every real chain, and SVI and Vanna-Volga everywhere, meet it. Not met (issue 26 closing note): on the
-          // simulator's far call wings of its 122- and 213-day expiries (k 1.2 to 1.4, no bid and no ask) SABR's three
-          // parameters with their linear served wings sit 1.2 to 3.6 vp above the marks (up to 3.2 ticks).
-          expect(q.id === 'simulator' && model === 'SABR', `${misses.at(-1)}`).toBe(true);
         }
       }
     }
     console.log(`no-bid quotes judged in price: ${n} quotes; misses: ${misses.join('; ') || 'none'}`);
     expect(n).toBeGreaterThan(50);
+    // Until 2026-11-28 SABR missed on the simulator's far call wings of its 122- and 213-day expiries (k 1.2 to 1.4,
+    // no bid, no ask: 1.2 to 1.8 vp above the marks, up to 3.2 ticks; the independent reference fit the same): its fit
+    // now keeps those quotes inside their price bands (src/quant/models/fitKit.ts noBidPriceBands)
+    expect(misses).toEqual([]);
   });
 
   it('sparse expiries: within max(1 vp, the quote\'s spread) of every mark, or a warning says the calendar could not be honoured', () => {

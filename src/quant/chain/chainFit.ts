@@ -59,6 +59,7 @@ import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlic
 import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildTypedSurface, rawCalendarCheck, typedTotalVariance } from './modelSurface.js';
 import { crossModelWarnings, servedQuality, within10Delta, type DraftSlice } from './quality.js';
 import { SliceGate, residualsWithinTracking } from './sliceGate.js';
+import { optionPriceTick } from '../../domain/optionTicks.js';
 import { SHAPE_SOURCE_MIN_T, SPARSE_MAX_QUOTES, sparseTarget } from './sparse.js';
 
 /** Options of a chain fit: those of a slice fit (SABR's beta). */
@@ -630,6 +631,8 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
   if (spot === null || !Number.isFinite(obs)) {
     return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], models: [], skipped, calibrationMs: performance.now() - t0, version: view.version };
   }
+  // the chain's option price tick (issue 26's no-bid price bands) unless the caller set one (null: none)
+  if (options.optionPriceTick === undefined) options = { ...options, optionPriceTick: optionPriceTick(view.source, view.pair) };
   memory.prune(obs);
   memory.incremental = view.full === false;
   memory.refitOnly = view.full === false && view.refitOnly !== undefined ? new Set(view.refitOnly) : null;

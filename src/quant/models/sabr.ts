@@ -11,8 +11,8 @@ import { sabrImpliedVolUnchecked, sabrParamViolations, type SabrParams } from '.
 import { calibrateSabr } from '../sabrCalibration.js';
 import { checkSmileDensity } from '../smileArbitrage.js';
 import { VV_MAX_WING_SLOPE } from '../vannaVolga.js';
-import { finiteOrNull, halfSpreadObjectiveWeights, servedGrid, toCalibrationQuotes } from './fitKit.js';
-import { need, usableStart, type FitContext, type SliceFit, type SliceInput, type SmileModel } from './types.js';
+import { finiteOrNull, halfSpreadObjectiveWeights, noBidPriceBands, servedGrid, toCalibrationQuotes } from './fitKit.js';
+import { need, usableStart, type FitContext, type SliceFit, type SliceFitOptions, type SliceInput, type SmileModel } from './types.js';
 
 /** Largest outward slope dw/dk of a linear wing: 90 % of Lee's bound 2 (as VV_MAX_WING_SLOPE). */
 export const MAX_WING_SLOPE = VV_MAX_WING_SLOPE;
@@ -110,7 +110,7 @@ export const sabrModel: SmileModel<SabrServedParams> = {
   // Hagan's T-term moves with T (measured on the real chains: 0.011 vp after 0.09 %): 0.05 % kept a reused slice within
   // 0.01 vp; the tracking tolerance's floor is 0.05 vp (issue 22): 0.25 %.
   reuseMaxTChange: 2.5e-3,
-  fit: (g, ctx, options) => fitSabrSlice(g, ctx, options.sabrBeta ?? 1),
+  fit: (g, ctx, options) => fitSabrSlice(g, ctx, options.sabrBeta ?? 1, options),
   borrowsShape: () => false,
 };
 
@@ -146,12 +146,12 @@ function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly numb
  * servedGrid; the slice is butterfly-free only when both the calibration's and the served check pass.
  * @throws RangeError from calibrateSabr (F, T not finite > 0; no valid quote)
  */
-export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, beta: number): SliceFit<SabrServedParams> {
+export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, beta: number, options: SliceFitOptions = {}): SliceFit<SabrServedParams> {
   // Spread-weighted, untrimmed: the served SABR is the spread-weighted least-squares Hagan fit to the marks (the
   // reference of test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
   const prior = st.lastFullT !== undefined ? usableStart(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
   const previous = usableStart(sabrModel, st.previous, g.T, g.forward);
-  const r = calibrateSabr(toCalibrationQuotes(g), g.forward, g.T, {
+  const r = calibrateSabr(noBidPriceBands(g, options.optionPriceTick), g.forward, g.T, {
     beta,
     weighting: 'halfSpread',
     maxOutlierFraction: 0,
@@ -177,7 +177,8 @@ export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, be
     maxErrorVolPts: err.max,
     quotesUsed: r.quotesUsed,
     butterflyFree: r.arbitrageFree && served.ok,
-    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree && served.ok,
+    // a constrained refit: the density penalty (butterfly repair) or the no-bid price bands (issue 26)
+    repaired: /density penalty applied|no-bid price bands honoured/.test(r.method) && r.arbitrageFree && served.ok,
     method: `${r.method}; linear total-variance wings beyond k = ${wings.kWingL.toFixed(4)} and ${wings.kWingR.toFixed(4)}${wingsInside ? ' (inside the quoted range: Lee bound)' : ''}`,
     minDensity: finiteOrNull(Math.min(r.minDensity, served.minDensity)),
     atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),

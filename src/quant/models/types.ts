@@ -10,6 +10,7 @@
  *
  * Units: k = ln(K/F) against the expiry's forward F; T in years ACT/365; w(k) = sigma(k)^2 T.
  */
+import type { OptionPriceTick } from '../../domain/optionTicks.js';
 import type { VolatilityModel } from '../../domain/volatilityModels.js';
 
 /** The served models, as the API names them (`volatilityModel`): the one list of src/domain/volatilityModels.ts. */
@@ -20,9 +21,11 @@ export interface SliceQuote {
   readonly strike: number;
   readonly k: number;
   readonly markIv: number;
-  /** Bid/ask IVs when known (diagnostics; the served fits are unweighted). */
+  /** Bid/ask IVs when known (the spread-weighted objective's h, issue 26). */
   readonly bidIv: number | null;
   readonly askIv: number | null;
+  /** The quoted option's type (the out-of-the-money side, or the other where it has no usable mark); absent: by k. */
+  readonly optionType?: 'C' | 'P';
 }
 
 /** One expiry's input to a model fit: expiry (Unix s), T (years ACT/365), the expiry's forward and its OTM quotes. */
@@ -98,6 +101,11 @@ export interface FitContext<P> {
 export interface SliceFitOptions {
   /** SABR CEV exponent, fixed, in [0, 1] (env SABR_BETA). Default 1. */
   readonly sabrBeta?: number;
+  /**
+   * The chain's option price tick rule (src/domain/optionTicks.ts; the chain fit sets the (source, pair)'s own when
+   * absent), for the no-bid price bands of issue 26 (fitKit.ts noBidPriceBands); null: no bands.
+   */
+  readonly optionPriceTick?: OptionPriceTick | null;
 }
 
 /** A volatility model: typed parameters `P`, their stored form, the served smile and the rules around it. */
