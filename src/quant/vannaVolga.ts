@@ -45,8 +45,9 @@
  *    `wingScaleR`; default |ln(K25/K10)| of that side), with |s| + c <= 1.8 so that the asymptotic slope stays
  *    within Lee's bound; this is raw SVI's own wing form (Gatheral 2004: a hyperbola with linear asymptotes, d
  *    playing SVI's sigma: how soon the slope turns from s towards s + c). Both are fitted by
- *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike by penalized least squares (priors c ~ 0
- *    and d ~ the default, {@link WING_NOISE_IV}: continuous in the quotes, no quote-count threshold): d on a log
+ *    {@link calibrateVannaVolga} to the quotes beyond the 10-delta strike by penalized least squares (a prior c ~ 0
+ *    scaled by the junction's total standard deviation, {@link WING_NOISE_IV}: continuous in the quotes, no
+ *    quote-count threshold): d on a log
  *    grid (1/16 to 4 times the default, 13 points) refined by golden section in ln d within a factor sqrt 2 of the
  *    best grid point (so d lies in 2^-4.5 to 2^2.5 times the default), c per d by weighted linear ridge least squares
  *    in total variance, the final c by golden section on the penalized IV objective (stored as found; served as at most 1.8 - |s|,
@@ -622,30 +623,34 @@ function goldenSection(f: (x: number) => number, a0: number, b0: number): { x: n
 }
 
 /**
- * Prior scales of the wing fit (wing rule 2; issue 26, 2026-11-28): the wing's curvature c and the log of its scale,
- * u = ln(d / d0) (d0 the default scale), are fitted by penalized least squares,
- *   J(c, u) = sum over the quotes beyond the 10-delta strike of ((sigma(k_i) - iv_i) / WING_NOISE_IV)^2
- *             + (c / WING_PRIOR_CURVATURE)^2 + (u / WING_PRIOR_LOG_SCALE)^2,
- * i.e. the maximum a posteriori estimate under Gaussian marks noise and Gaussian priors centred on the linear C1
- * wing at the default scale (Tikhonov regularization: Hoerl and Kennard, "Ridge regression", Technometrics 12(1),
- * 1970; the Bayesian reading: Bishop, "Pattern Recognition and Machine Learning", 2006, sec. 3.3). Each quote's pull
- * on c and d grows continuously with its distance beyond the junction (a quote at the junction has no leverage on
- * the wing's shape), so the served wing no longer jumps when the 10-delta strike crosses a quote, as it did with a
- * scale fitted only from 3 quotes beyond (schepal 29MAY20: k = 1 between 190.7 and 223.0 % under +-0.1 vp of mark
- * noise); with few quotes the priors dominate, with many the quotes do.
+ * The wing fit's objective (wing rule 2; issue 26, 2026-11-28): the wing's curvature c and its scale d are fitted by
+ * penalized least squares,
+ *   J(c, d) = sum over the quotes beyond the 10-delta strike of ((sigma(k_i) - iv_i) / WING_NOISE_IV)^2 + (c / tau)^2,
+ *   tau = WING_PRIOR_CURVATURE sqrt(w_b),
+ * i.e. the maximum a posteriori estimate under Gaussian marks noise and a Gaussian prior on c centred on 0, the linear
+ * C1 wing (Tikhonov regularization: Hoerl and Kennard, "Ridge regression", Technometrics 12(1), 1970; the Bayesian
+ * reading: Bishop, "Pattern Recognition and Machine Learning", 2006, sec. 3.3). c is the rise of the wing's asymptotic
+ * slope in total variance, s + c; its prior scale follows the smile's own slope scale, which grows as the total
+ * standard deviation sigma sqrt(T) = sqrt(w_b) at the junction (a slope dw/dk = 2 sigma sigma' T with an IV skew
+ * sigma' of order 1/sqrt(T) in k), so the prior means the same on a 1-day and a 1-year expiry. No prior on d (its log
+ * grid bounds it): with the curvature the quotes ask for near the junction, c / d, a smaller d needs a smaller c, so
+ * the prior leans to the wing that bends early and then runs straight, the least far-reaching extrapolation. Each
+ * quote's pull grows continuously with its distance beyond the junction (a quote at the junction has no leverage on
+ * the wing's shape), so the served wing does not jump when the 10-delta strike crosses a quote, as it did with a scale
+ * fitted only from 3 quotes beyond (schepal 29MAY20: k = 1 between 190.7 and 223.0 % under +-0.1 vp of mark noise).
  * WING_NOISE_IV: 0.5 vol pt, about the half-spread of a far out-of-the-money crypto option (the spread objective's
- * floor is 0.25 vp); WING_PRIOR_CURVATURE: 0.5 in total variance per unit k (the served bound is 1.8 - |s|);
- * WING_PRIOR_LOG_SCALE: 1 (d within a factor e of its default carries a penalty of at most one quote's 0.5 vp).
+ * floor is 0.25 vp). WING_PRIOR_CURVATURE: 0.25 (measured on the three Deribit chains and the simulator, 2026-11-28,
+ * against 0.1, 0.5 and 1: served wings within 0.01 vp of each other on their quotes; 0.25 moved least under +-0.1 vp of
+ * mark noise beyond the quotes of those tried but 0.1, which sat further from SVI and SABR there).
  */
 const WING_NOISE_IV = 0.005;
-const WING_PRIOR_CURVATURE = 0.5;
-const WING_PRIOR_LOG_SCALE = 1;
+const WING_PRIOR_CURVATURE = 0.25;
 
 /**
  * One wing's best curvature at a scale d = d0 e^u, for the quotes `beyond` that side's 10-delta strike: the function
  * (u, exact) -> {c, f}, c by the linearized ridge least squares (or, `exact`, golden section on the penalized IV
  * objective J of {@link WING_NOISE_IV}) and f = J(c, u). The wings alone move with c and d: the core's terms are
- * computed once (vannaVolgaSmile's formula, same numbers). `linearCost`: J of the linear wing (c = 0, u = 0).
+ * computed once (vannaVolgaSmile's formula, same numbers). `linearCost`: J of the linear wing (c = 0, any d).
  */
 function wingCurvatureFit(
   side: 'L' | 'R',
@@ -655,12 +660,13 @@ function wingCurvatureFit(
   d0: number,
 ): ((u: number, exact?: boolean) => { c: number; f: number }) & { readonly linearCost: number } {
   const noise2 = WING_NOISE_IV * WING_NOISE_IV;
+  const tau = WING_PRIOR_CURVATURE * Math.sqrt(side === 'L' ? terms.wLo : terms.wHi);
   const objective = (c: number, u: number): number => {
     const d = d0 * Math.exp(u);
     const t = side === 'L' ? { ...terms, dLo: d } : { ...terms, dHi: d };
     const cEff = wingCurvatureBound(c, t, side);
     const misfit = beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
-    return misfit / noise2 + (c / WING_PRIOR_CURVATURE) ** 2 + (u / WING_PRIOR_LOG_SCALE) ** 2;
+    return misfit / noise2 + (c / tau) ** 2;
   };
   // For a scale d the wing is w = A + c B (A the C1 continuation, B = sqrt(x^2 + d^2) - d): c by weighted linear
   // ridge least squares in total variance, each quote weighted 1/(2 iv T)^2 so that a variance residual approximates
@@ -677,7 +683,7 @@ function wingCurvatureFit(
   const g0 = (1 - (kb * t0) / (2 * wb)) ** 2 - ((t0 * t0) / 4) * (1 / wb + 0.25);
   const cFloor = wingCurvatureBound(-VV_MAX_WING_SLOPE, terms, side);
   const cMinAt = (d: number): number => (g0 > 0 && Number.isFinite(g0) ? Math.max(cFloor, -g0 * d) : 0);
-  const ridge = noise2 / (WING_PRIOR_CURVATURE * WING_PRIOR_CURVATURE);
+  const ridge = noise2 / (tau * tau);
   const cLinear = (d: number): number => {
     let num = 0;
     let den = ridge;
@@ -725,7 +731,7 @@ function fitWing(side: 'L' | 'R', terms: VannaVolgaWingTerms, used: readonly Val
   const refined = goldenSection((u) => bestC(u).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
   const u = refined.f < best.f ? refined.x : best.u;
   const exact = bestC(u, true);
-  // the linear wing (c = 0) is the same at every scale: at the default one it carries no prior cost
+  // the linear wing (c = 0) is the same at every scale (J = its misfit alone): kept, at the default scale, unless beaten
   return exact.f < bestC.linearCost ? { c: exact.c, d: d0 * Math.exp(u) } : { c: 0, d: d0 };
 }
 
@@ -928,8 +934,20 @@ export function calibrateVannaVolga(
 }
 
 /**
+ * The quotes the pillar vols are fitted to: those whose own mark's plain forward Black call delta N(d1),
+ * d1 = (-k + sigma^2 T / 2) / (sigma sqrt T) with sigma the quote's mark IV (Black 1976, r = 0), lies in [0.10, 0.90]:
+ * the 10-delta band by the market's own deltas, independent of the fit (beyond it the service serves its wing rule).
+ */
+function inTenDeltaBand(q: SviQuote, T: number): boolean {
+  const s = q.iv * Math.sqrt(T);
+  if (!(s > 0) || !Number.isFinite(s)) return false;
+  const delta = normCdf(-q.k / s + 0.5 * s);
+  return delta >= 0.1 && delta <= 0.9;
+}
+
+/**
  * Pillar rule: the three pillar vols (ATM, 25-delta put, 25-delta call; strikes fixed) are fitted by least
- * squares of the VV smile's IV to the quotes between the 10-delta strikes of the pillars read off the marks,
+ * squares of the VV smile's IV to the quotes of the marks' own 10-delta band ({@link inTenDeltaBand}),
  * starting from those read-off vols (projected Levenberg-Marquardt, lm.ts). Reading a pillar off one mark makes
  * the whole smile inherit that mark's noise: Deribit marks dip or jump locally (2020-05-14 15MAY20/29MAY20:
  * 9250 marked 76.9 % between 85.7 % and 76.0 %), and Castagna-Mercurio's second-order formula then bends every
@@ -944,18 +962,6 @@ export function calibrateVannaVolga(
  * (quoteWeights.ts quoteHalfSpreads over all the expiry's quotes, so a no-bid quote gets the expiry's widest h):
  * the spread-weighted objective of issue 26 (weights normalized to mean 1 over the fitted quotes).
  */
-/**
- * The quotes the pillar vols are fitted to: those whose own mark's plain forward Black call delta N(d1),
- * d1 = (-k + sigma^2 T / 2) / (sigma sqrt T) with sigma the quote's mark IV (Black 1976, r = 0), lies in [0.10, 0.90]:
- * the 10-delta band by the market's own deltas, independent of the fit (beyond it the service serves its wing rule).
- */
-function inTenDeltaBand(q: SviQuote, T: number): boolean {
-  const s = q.iv * Math.sqrt(T);
-  if (!(s > 0) || !Number.isFinite(s)) return false;
-  const delta = normCdf(-q.k / s + 0.5 * s);
-  return delta >= 0.1 && delta <= 0.9;
-}
-
 function fitPillarVols(
   read: VannaVolgaParams,
   used: readonly SviQuote[],

@@ -9,12 +9,11 @@
  * the 10-delta strike, else the curvature at the default scale from the 1 or 2 quotes there; the 10-delta call strike
  * of this expiry lies near the 12500 call, so 0.1 vp of noise moved it across that strike and the far wing jumped
  * between two wings, 190.7 and 223.0 % at k = 1 (SVI 192.0 %; 13 of 30 refits on the high wing). Since 2026-11-28 the
- * wing is a penalized fit (priors on its curvature and scale) with no quote-count threshold, and the pillars are fitted
- * to the marks' own 10-delta band: measured 201.3 to 210.5 %, one cluster (largest step between sorted refits 1.6 vp).
- * k = 1 lies 0.63 beyond the last quote, where two quotes 0.04 apart steer the wing: the spread there is the noise
- * extrapolated, continuous, not a cliff. Asserted: no step over 3 vp between sorted refits, spread under 12 vp, within
- * 25 vp of SVI; the quoted range within 2 vp. And across the three real Deribit chains, 0.3 beyond each expiry's
- * outermost quotes, Vanna-Volga's largest spread under the same noise is at most SVI's (the yardstick, computed here).
+ * wing is a penalized fit (a prior on its curvature, scaled by the junction's total standard deviation) with no
+ * quote-count threshold: measured 186.9 to 188.3 % (SVI 192.0, SABR 194.6). Goal asserted: spread at k = 1 under 5 vp,
+ * within 15 vp of SVI; the quoted range within 2 vp. And across the three real Deribit chains, 0.3 and 0.6 beyond each
+ * expiry's outermost quotes, Vanna-Volga's spread under the same noise (median, 90th percentile and largest over the
+ * wings) is at most SVI's (the yardstick, computed here).
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../adapters/simulator/rng.js';
@@ -35,7 +34,7 @@ function servedAt(view: ChainView, model: 'SVI' | 'VANNA_VOLGA', ks: readonly nu
 }
 
 describe('Vanna-Volga far wing under +-0.1 vol pt of mark noise (schepal 29MAY20, 15 days)', () => {
-  it('stays on one wing at k = 1 (no step over 3 vp between refits, spread under 12 vp, within 25 vp of SVI); the quoted range stays put', () => {
+  it('stays on one wing at k = 1 (spread under 5 vp, within 15 vp of SVI); the quoted range stays put', () => {
     const base = replayChainView('schepal');
     const [sviFar] = servedAt(base, 'SVI', [1]);
     const rng = new Rng(20261127);
@@ -54,16 +53,13 @@ describe('Vanna-Volga far wing under +-0.1 vol pt of mark noise (schepal 29MAY20
     );
     // among the quotes the served smile follows the noise, no more (the 12500 and 13000 calls' spreads are ~4.5 vp)
     expect(spread(near)).toBeLessThan(2);
-    // one cluster: the wing follows the marks continuously (the old rule: a 31 vp step between two clusters)
-    const sorted = [...far].sort((a, b) => a - b);
-    const steps = sorted.slice(1).map((x, i) => x - sorted[i]!);
-    expect(Math.max(...steps)).toBeLessThan(3);
-    expect(spread(far)).toBeLessThan(12);
-    for (const x of far) expect(Math.abs(x - sviFar!)).toBeLessThan(25);
+    // one wing: 0.2 vp of mark noise moves it by a few vol points at most, near the other model's far wing
+    expect(spread(far)).toBeLessThan(5);
+    for (const x of far) expect(Math.abs(x - sviFar!)).toBeLessThan(15);
   }, 120_000);
 
-  it('0.3 beyond the outermost quotes of every expiry of the three real Deribit chains: Vanna-Volga moves no more than SVI under the same noise', () => {
-    const spreads = { SVI: [] as number[], VANNA_VOLGA: [] as number[] };
+  it('0.3 and 0.6 beyond the outermost quotes of every expiry of the three real Deribit chains: Vanna-Volga moves no more than SVI under the same noise', () => {
+    const spreads = new Map<string, number[]>();
     for (const id of ['maksm05', 'pitspa', 'schepal'] as const) {
       const base = replayChainView(id);
       const rng = new Rng(7);
@@ -76,18 +72,29 @@ describe('Vanna-Volga far wing under +-0.1 vol pt of mark noise (schepal 29MAY20
           for (const s of m.slices) {
             const ks = base.options.filter((o) => o.expirationTimestamp === s.expirationTimestamp).map((o) => Math.log(o.strike / s.forward));
             if (ks.length < 5) continue;
-            for (const [side, k] of [['P', Math.min(...ks) - 0.3], ['C', Math.max(...ks) + 0.3]] as const) {
-              const key = `${m.model} ${s.expirationTimestamp} ${side}`;
-              at.set(key, [...(at.get(key) ?? []), 100 * surface.impliedVolAtLogMoneyness(s.T, k)]);
+            for (const beyond of [0.3, 0.6]) {
+              for (const [side, k] of [['P', Math.min(...ks) - beyond], ['C', Math.max(...ks) + beyond]] as const) {
+                const key = `${m.model} ${beyond} ${s.expirationTimestamp} ${side}`;
+                at.set(key, [...(at.get(key) ?? []), 100 * surface.impliedVolAtLogMoneyness(s.T, k)]);
+              }
             }
           }
         }
       }
-      for (const [key, xs] of at) spreads[key.startsWith('SVI') ? 'SVI' : 'VANNA_VOLGA'].push(Math.max(...xs) - Math.min(...xs));
+      for (const [key, xs] of at) {
+        const [model, beyond] = key.split(' ');
+        const group = `${model} ${beyond}`;
+        spreads.set(group, [...(spreads.get(group) ?? []), Math.max(...xs) - Math.min(...xs)]);
+      }
     }
-    const worst = { SVI: Math.max(...spreads.SVI), VANNA_VOLGA: Math.max(...spreads.VANNA_VOLGA) };
-    console.log(`spread 0.3 beyond the quotes under +-0.1 vp, 6 refits, ${spreads.SVI.length} wings: worst SVI ${worst.SVI.toFixed(2)}, VV ${worst.VANNA_VOLGA.toFixed(2)} vp`);
-    expect(spreads.VANNA_VOLGA.length).toBe(spreads.SVI.length);
-    expect(worst.VANNA_VOLGA).toBeLessThanOrEqual(worst.SVI);
+    const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.floor(p * (xs.length - 1))]!;
+    for (const beyond of ['0.3', '0.6']) {
+      const svi = spreads.get(`SVI ${beyond}`)!;
+      const vv = spreads.get(`VANNA_VOLGA ${beyond}`)!;
+      const fig = (xs: number[]) => [pct(xs, 0.5), pct(xs, 0.9), Math.max(...xs)];
+      console.log(`${beyond} beyond the quotes, +-0.1 vp, 6 refits, ${svi.length} wings: spread median / p90 / max SVI ${fig(svi).map((x) => x.toFixed(2)).join(' / ')}, VV ${fig(vv).map((x) => x.toFixed(2)).join(' / ')} vp`);
+      expect(vv.length).toBe(svi.length);
+      fig(vv).forEach((x, i) => expect(x, `${beyond} ${['median', 'p90', 'max'][i]}`).toBeLessThanOrEqual(fig(svi)[i]!));
+    }
   }, 300_000);
 });

@@ -332,8 +332,9 @@ describe('calibrateVannaVolga wings on a real chain (Deribit BTC 2020-05-14, dat
   });
 
   it('the wing minimizes its penalized objective (225-day expiry, 2 quotes beyond the put side): brute-force grid in the test', () => {
-    // J(c, u) = sum ((sigma(k_i) - iv_i) / 0.005)^2 + (c / 0.5)^2 + u^2, u = ln(d / |ln(K25P/K10P)|): the documented
-    // wing objective (docs/conventions.md), evaluated here on a 0.005 x 0.02 grid in (c, u) through the served smile
+    // J(c, d) = sum ((sigma(k_i) - iv_i) / 0.005)^2 + (c / (0.25 sqrt(w_b)))^2, w_b the total variance at the 10-delta
+    // strike: the documented wing objective (docs/conventions.md), evaluated here on a 0.005 x 0.02 grid in (c, ln d)
+    // over the documented range of d (2^-4.5 to 2^2.5 times |ln(K25P/K10P)|) through the served smile
     const e = expiry(225.1);
     const fit = fitOf(e);
     const p = fit.params;
@@ -341,17 +342,16 @@ describe('calibrateVannaVolga wings on a real chain (Deribit BTC 2020-05-14, dat
     const beyond = e.quotes.filter((q) => q.k < kLo);
     expect(beyond.length).toBe(2);
     const d0 = Math.log(p.K25P / p.K10P!);
+    const tau = 0.25 * vannaVolgaImpliedVol(p, e.forward, p.K10P!, e.T) * Math.sqrt(e.T);
     const J = (c: number, u: number): number =>
-      beyond.reduce((a, q) => a + ((vannaVolgaImpliedVol({ ...p, wingCurvL: c, wingScaleL: d0 * Math.exp(u) }, e.forward, q.strike, e.T) - q.iv) / 0.005) ** 2, 0) +
-      (c / 0.5) ** 2 +
-      u * u;
+      beyond.reduce((a, q) => a + ((vannaVolgaImpliedVol({ ...p, wingCurvL: c, wingScaleL: d0 * Math.exp(u) }, e.forward, q.strike, e.T) - q.iv) / 0.005) ** 2, 0) + (c / tau) ** 2;
     let best = Number.POSITIVE_INFINITY;
-    for (let c = -0.3; c <= 1.8; c += 0.005) for (let u = -3.1; u <= 1.7; u += 0.02) best = Math.min(best, J(c, u));
+    for (let c = -0.3; c <= 1.8; c += 0.005) for (let u = -4.5 * Math.LN2; u <= 2.5 * Math.LN2; u += 0.02) best = Math.min(best, J(c, u));
     const served = J(p.wingCurvL, Math.log(p.wingScaleL / d0));
     expect(served).toBeLessThanOrEqual(best + 1e-3);
     // two quotes no longer leave the scale at its default (the rule before 2026-11-28): the objective moved it
     expect(Math.abs(Math.log(p.wingScaleL / d0))).toBeGreaterThan(0.5);
-    expect(J(p.wingCurvL, Math.log(p.wingScaleL / d0))).toBeLessThan(Math.min(...Array.from({ length: 421 }, (_, i) => J(-0.3 + 0.005 * i, 0))));
+    expect(served).toBeLessThan(Math.min(...Array.from({ length: 421 }, (_, i) => J(-0.3 + 0.005 * i, 0))));
   });
 
   it('a quote entering the wing at the 10-delta strike has no pull on it: the wing is continuous in the quote set', () => {
