@@ -383,7 +383,7 @@ export interface VannaVolgaCalibrationOptions {
   /** Approximation order between the 10-delta strikes, default 'second'. */
   readonly order?: VannaVolgaOrder;
   /** Outlier rule (Hampel identifier on the quotes, see {@link calibrateVannaVolga}): deviations beyond
-   * this many robust sigmas are dropped. Default 4. */
+   * this many robust sigmas are down-weighted, beyond twice as many dropped. Default 4. */
   readonly outlierSigmas?: number;
   /** Deviations below this many vol points are never outliers. Default 1. */
   readonly outlierFloorVolPts?: number;
@@ -475,6 +475,8 @@ interface ValidQuote {
   readonly i: number;
   readonly bidIv: number | null;
   readonly askIv: number | null;
+  /** Outlier weight in (0, 1] ({@link dropOutlierQuotes}), multiplied into the pillar and wing fits' weights; 1 when absent. */
+  readonly weight?: number;
 }
 
 /** A density check's result (smileArbitrage.ts). */
@@ -513,9 +515,14 @@ function neighbourDeviations(set: readonly { k: number; iv: number }[]): { d: nu
 /**
  * Hampel identifier against the neighbours' linear interpolation, applied iteratively (the worst quote first,
  * deviations recomputed without it) so that the neighbours of a bad quote, whose own deviations it inflates, are not
- * dropped with it. The robust scale comes from the full set. Only with >= 10 quotes and maxOutlierFraction > 0.
- * @returns the quotes kept (`valid` itself when none is dropped); the dropped quotes' indices are appended to
- *   `dropped` and a note to `notes`
+ * flagged with it; the robust scale comes from the full set: thr = max(outlierSigmas 1.4826 MAD, outlierFloorVolPts).
+ * Each quote's score is its deviation from the median deviation (for a flagged quote, when it was flagged), and its
+ * weight tapers linearly from 1 at a score of thr to 0 at 2 thr (issue 26, 2026-11-28: a hard cut at thr made the
+ * served smile jump when 0.1 vol pt of mark noise carried a quote across it; schepal 15-day expiry, ATM 80.8 <-> 81.7 %
+ * under +-0.1 vp). Quotes at 2 thr or more are dropped (at most maxOutlierFraction of them, the worst first); those
+ * between keep a weight in (0, 1). Only with >= 10 quotes and maxOutlierFraction > 0.
+ * @returns the quotes kept, each with its `weight` (`valid` itself when none is flagged); the dropped quotes' indices
+ *   are appended to `dropped` and a note to `notes`
  */
 function dropOutlierQuotes(valid: ValidQuote[], options: VannaVolgaCalibrationOptions, dropped: number[], notes: string[]): ValidQuote[] {
   const maxFrac = options.maxOutlierFraction ?? 0.1;
@@ -525,21 +532,39 @@ function dropOutlierQuotes(valid: ValidQuote[], options: VannaVolgaCalibrationOp
   const mad = 1.4826 * median(dev0.map((x) => Math.abs(x.d - med)));
   const thr = Math.max((options.outlierSigmas ?? 4) * mad, options.outlierFloorVolPts ?? 1);
   const maxDrop = Math.floor(maxFrac * valid.length);
+  // flag the worst beyond thr, one at a time, recomputing the deviations without the flagged ones
+  const score = new Map<ValidQuote, number>();
   let current = valid;
-  let nDropped = 0;
-  while (nDropped < maxDrop && current.length >= 3) {
+  while (score.size < maxDrop && current.length >= 3) {
     let worst: { d: number; t: number } | null = null;
     for (const x of neighbourDeviations(current)) {
       if (Math.abs(x.d - med) > thr && (worst === null || Math.abs(x.d - med) > Math.abs(worst.d - med))) worst = x;
     }
     if (worst === null) break;
-    dropped.push((current[worst.t] as { i: number }).i);
-    current = current.filter((_, t) => t !== (worst as { t: number }).t);
-    nDropped++;
+    score.set(current[worst.t]!, Math.abs(worst.d - med));
+    current = current.filter((_, t) => t !== worst.t);
   }
-  if (nDropped === 0) return valid;
-  notes.push(`dropped ${nDropped} outlier quote${nDropped > 1 ? 's' : ''} (> ${thr.toFixed(2)} vol pts from the neighbours' interpolation)`);
-  return current;
+  if (score.size === 0) return valid;
+  const taper = (e: number): number => Math.min(1, Math.max(0, 2 - e / thr));
+  const kept: ValidQuote[] = [];
+  let nDropped = 0;
+  let nWeighted = 0;
+  for (const q of valid) {
+    const e = score.get(q);
+    if (e === undefined) kept.push(q);
+    else if (taper(e) > 0) {
+      kept.push({ ...q, weight: taper(e) });
+      nWeighted++;
+    } else {
+      dropped.push(q.i);
+      nDropped++;
+    }
+  }
+  const parts: string[] = [];
+  if (nDropped > 0) parts.push(`dropped ${nDropped} outlier quote${nDropped > 1 ? 's' : ''} (>= ${(2 * thr).toFixed(2)} vol pts from the neighbours' interpolation)`);
+  if (nWeighted > 0) parts.push(`down-weighted ${nWeighted} quote${nWeighted > 1 ? 's' : ''} between ${thr.toFixed(2)} and ${(2 * thr).toFixed(2)} vol pts from it`);
+  notes.push(parts.join('; '));
+  return kept;
 }
 
 /** The market smile's points: the distinct k of the sorted quotes, each with the mean IV of the quotes there. */
@@ -665,7 +690,7 @@ function wingCurvatureFit(
     const d = d0 * Math.exp(u);
     const t = side === 'L' ? { ...terms, dLo: d } : { ...terms, dHi: d };
     const cEff = wingCurvatureBound(c, t, side);
-    const misfit = beyond.reduce((a, q) => a + (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
+    const misfit = beyond.reduce((a, q) => a + (q.weight ?? 1) * (vannaVolgaWingVol(t, side, q.k, cEff, T) - q.iv) ** 2, 0);
     return misfit / noise2 + (c / tau) ** 2;
   };
   // For a scale d the wing is w = A + c B (A the C1 continuation, B = sqrt(x^2 + d^2) - d): c by weighted linear
@@ -691,7 +716,7 @@ function wingCurvatureFit(
       const x = side === 'L' ? terms.kLo - q.k : q.k - terms.kHi;
       const A = (side === 'L' ? terms.wLo - t0 * x : terms.wHi + t0 * x) - q.iv * q.iv * T;
       const B = Math.sqrt(x * x + d * d) - d;
-      const lam = 1 / (4 * q.iv * q.iv * T * T);
+      const lam = (q.weight ?? 1) / (4 * q.iv * q.iv * T * T);
       num -= lam * B * A;
       den += lam * B * B;
     }
@@ -888,11 +913,13 @@ function vannaVolgaResult(fit: VannaVolgaFitted, F: number, T: number, options: 
  * kept only when it lowers the error; named in `method`).
  *
  * Robustness: with >= 10 quotes, a Hampel identifier (F. R. Hampel, "The influence curve and its role in
- * robust estimation", JASA 69, 1974; Hampel et al., "Robust Statistics", 1986) drops quotes whose IV
+ * robust estimation", JASA 69, 1974; Hampel et al., "Robust Statistics", 1986) flags quotes whose IV
  * deviates from the linear interpolation of its two neighbours by more than
- * max(outlierSigmas · 1.4826 · MAD, outlierFloorVolPts) (MAD of all those deviations), the worst first
- * and the deviations recomputed after each drop (at most maxOutlierFraction of the quotes), so a single
- * bad mark next to a pillar does not move it and its neighbours stay. One quote gives a flat smile; two or more give
+ * thr = max(outlierSigmas · 1.4826 · MAD, outlierFloorVolPts) (MAD of all those deviations), the worst first
+ * and the deviations recomputed after each flag (at most maxOutlierFraction of the quotes); a flagged quote's weight
+ * in the pillar and wing fits tapers from 1 at thr to 0 at 2 thr, where it is dropped (a redescending weight, as
+ * Hampel's three-part redescending M-estimator: the fit stays continuous in the marks), so a single bad mark next
+ * to a pillar does not move it and its neighbours stay. One quote gives a flat smile; two or more give
  * the linear market smile above. Never throws for valid inputs with at least one valid quote.
  *
  * @param quotes the expiry's quotes (k = ln(K/F), mark IV fraction); invalid ones (non-finite k, iv <= 0)
@@ -975,7 +1002,7 @@ function fitPillarVols(
   const insideIdx = used.map((q, i) => (inTenDeltaBand(q, T) ? i : -1)).filter((i) => i >= 0);
   const inside = insideIdx.map((i) => used[i]!);
   if (inside.length < 5) return read;
-  const om = insideIdx.map((i) => (weighting === 'halfSpread' ? 1 / (hAll[i]! * hAll[i]!) : 1));
+  const om = insideIdx.map((i) => (weighting === 'halfSpread' ? 1 / (hAll[i]! * hAll[i]!) : 1) * (used[i]!.weight ?? 1));
   const omMean = om.reduce((a, x) => a + x, 0) / om.length;
   const sw = om.map((x) => Math.sqrt(x / omMean));
   // Pillar strikes keep the delta convention with the pillar's own vol (decisions.md): when the read-off strike

@@ -23,7 +23,8 @@
  * compared byte for byte with the full re-record (identical: the other models' numbers did not move).
  * The VANNA_VOLGA entries were re-recorded on 2026-11-27, when its pillar fit took the quotes of the marks' own 10-delta
  * band (src/quant/vannaVolga.ts inTenDeltaBand; issue 26), and on 2026-11-28, when its wings became a penalized fit
- * (fitWing, no quote-count threshold), and again when its prior took the junction's scale: every other model's entry
+ * (fitWing, no quote-count threshold), again when its prior took the junction's scale, and when its outlier rule
+ * became a tapered weight: every other model's entry
  * byte-identical (checked each time). The SABR entries of the simulator's 122- and 213-day expiries were re-recorded on
  * 2026-11-28 with the no-bid price bands (issue 26), nothing else moved.
  */

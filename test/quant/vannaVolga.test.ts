@@ -273,6 +273,26 @@ describe('calibrateVannaVolga (pillars read off the market smile)', () => {
     expect(noFilter.params.vol25C - clean.params.vol25C).toBeGreaterThan(0.001);
   });
 
+  it('weighs a mark continuously through the outlier threshold: no jump when noise carries it across', () => {
+    // one mark next to the 25-delta call moved by a growing bump: the served ATM and 25-delta call vols follow a
+    // continuous path (steps of 0.05 vp in the bump move them by under 0.01 vp; the old hard cut jumped 0.024 vp
+    // at the threshold), and a bump far beyond it drops the quote
+    const clean = calibrateVannaVolga(dense, F, T);
+    const i = dense.findIndex((q) => q.k >= Math.log(clean.params.K25C / F));
+    const at = (bumpVolPts: number) => calibrateVannaVolga(dense.map((q, j) => (j === i ? { ...q, iv: q.iv + bumpVolPts / 100 } : q)), F, T);
+    let prev = at(0.5);
+    let worst = 0;
+    for (let b = 0.55; b <= 3.01; b += 0.05) {
+      const r = at(b);
+      worst = Math.max(worst, Math.abs(100 * (r.params.vol25C - prev.params.vol25C)), Math.abs(100 * (r.params.volAtm - prev.params.volAtm)));
+      prev = r;
+    }
+    console.log(`largest pillar step per 0.05 vp of bump: ${worst.toFixed(4)} vp`);
+    expect(worst).toBeLessThan(0.01);
+    expect(at(8).quotesDropped).toEqual([i]);
+    expect(at(0.5).quotesDropped).toEqual([]);
+  });
+
   it('degrades on sparse expiries: one quote gives a flat smile, two a linear market smile', () => {
     const one = calibrateVannaVolga([{ k: 0.02, iv: 0.61 }], F, T);
     expect(one.params.vol25P).toBe(0.61);
