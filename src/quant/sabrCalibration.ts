@@ -218,7 +218,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
   res = banded;
   const params = fitter.toParams(res.x);
   notes.unshift(describeSabrMode(mode, shape, n));
-  if (banded.bandLambda > 0) notes.push(`no-bid price bands honoured (penalty weight ${banded.bandLambda.toExponential(0)})`);
+  if (banded.bandLambda > 0) notes.push(`no-bid price bands honoured (band weight ${banded.bandLambda.toExponential(0)})`);
   if (res.penalty) notes.push('density penalty applied (butterfly repair)');
   if (fitter.repairFailed && !res.penalty) notes.push('butterfly repair by density penalty failed; unpenalized fit kept');
 
@@ -309,6 +309,9 @@ interface SabrFitOutcome {
   readonly x0: number[];
   readonly penalty: boolean;
   readonly check: ReturnType<typeof checkSmileDensity>;
+  /** The butterfly repair's penalty weight and strikes when `penalty` (kept by a later constrained refit), else 0 and none. */
+  readonly lambda?: number;
+  readonly penaltyStrikes?: readonly number[];
 }
 
 /** The projected-LM fits of one expiry (alpha, rho, nu; beta fixed), counting their iterations. */
@@ -471,9 +474,10 @@ class SabrFitter {
     };
     let x = x0;
     for (let lambda = 1; lambda <= 1e4; lambda *= 10) {
-      x = this.fit(d, [x], lambda, penaltyGrid(x)).x;
+      const penaltyStrikes = penaltyGrid(x);
+      x = this.fit(d, [x], lambda, penaltyStrikes).x;
       const chk = checkSmileDensity((K) => this.vol(this.toParams(x), K), F, T, this.checkOpts(d));
-      if (chk.arbitrageFree) return { x, x0, penalty: true, check: chk };
+      if (chk.arbitrageFree) return { x, x0, penalty: true, check: chk, lambda, penaltyStrikes };
     }
     this.repairFailed = true;
     return { x: x0, x0, penalty: false, check: chk0 };
@@ -493,30 +497,49 @@ class SabrFitter {
   /**
    * Price bands (issue 26; SviQuote.ivBand): when the fit leaves the band of a quote without a two-sided market, it is
    * refitted from there with hinge penalties on the distance outside the bands (narrowed by {@link BAND_MARGIN}),
-   * weight raised x10 from 1e2 to 1e8; the first refit inside every band whose density check passes (as `res`'s, when
-   * it passed) wins. None: `res` is kept, `bandsLeft` counts the quotes outside (reported as a warning).
+   * weight raised x10 from 1e2 to 1e8, keeping the butterfly repair's density rows when `res` needed them; the first
+   * refit inside every band that passes the density check (as `res`'s, when it passed) and costs at most
+   * {@link BAND_MAX_COST_VOL_PTS} of RMSE against the marks over the quotes fitted wins. None: `res` is kept,
+   * `bandsLeft` counts the quotes outside (reported as a warning).
    */
   honourBands(d: Prepared, res: SabrFitOutcome): SabrFitOutcome & { readonly bandLambda: number; readonly bandsLeft: number } {
     const left = this.outsideBands(d, res.x).length;
     if (left === 0) return { ...res, bandLambda: 0, bandsLeft: 0 };
     const { F, T } = this.s;
+    const rmse = (x: readonly number[]): number => {
+      const sp = this.toParams(x);
+      let ss = 0;
+      for (let i = 0; i < d.k.length; i++) ss += (100 * (this.vol(sp, d.K[i] as number) - (d.iv[i] as number))) ** 2;
+      return Math.sqrt(ss / d.k.length);
+    };
+    const ceiling = rmse(res.x) + BAND_MAX_COST_VOL_PTS;
+    const lambda = res.penalty ? (res.lambda ?? 0) : 0;
+    const strikes = res.penalty ? (res.penaltyStrikes ?? []) : [];
     let x = res.x;
     for (let bandLambda = 1e2; bandLambda <= 1e8; bandLambda *= 10) {
-      x = this.fit(d, [x], 0, [], bandLambda).x;
+      x = this.fit(d, [x], lambda, strikes, bandLambda).x;
       if (this.outsideBands(d, x).length > 0) continue;
+      if (!(rmse(x) <= ceiling)) break;
       const check = checkSmileDensity((K) => this.vol(this.toParams(x), K), F, T, this.checkOpts(d));
-      if (check.arbitrageFree || !res.check.arbitrageFree) return { x, x0: res.x0, penalty: res.penalty, check, bandLambda, bandsLeft: 0 };
+      if (check.arbitrageFree || !res.check.arbitrageFree) return { ...res, x, check, bandLambda, bandsLeft: 0 };
     }
     return { ...res, bandLambda: 0, bandsLeft: left };
   }
 }
 
 /**
+ * Most a price band may cost (vol points of RMSE against the marks over the quotes fitted), as a repair (issue 26:
+ * "where arbitrage binds, the repair cost is reported and under 0.5 vp"); beyond it the band is not honoured and a
+ * warning says so.
+ */
+const BAND_MAX_COST_VOL_PTS = 0.5;
+
+/**
  * Fraction of a price band's half-widths kept free on each side of the mark by the band penalty: the penalty holds the
- * IV inside [lo + m (iv - lo), hi - m (hi - iv)] (m = 0.05, iv the mark), so that a fit it moves lands inside the band
+ * IV inside [lo + m (iv - lo), hi - m (hi - iv)] (m = 0.01, iv the mark), so that a fit it moves lands inside the band
  * itself, not on its edge.
  */
-const BAND_MARGIN = 0.05;
+const BAND_MARGIN = 0.01;
 
 /** A band [lo, hi] narrowed towards the mark `iv` by {@link BAND_MARGIN} of each side's width (unchanged where infinite or the mark lies outside). */
 function narrowedBand(lo: number, hi: number, iv: number): [number, number] {

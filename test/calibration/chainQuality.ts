@@ -26,6 +26,7 @@ import { ChainState, type ChainView } from '../../streams/chainState.js';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
 import type { ChainFit } from '../../src/domain/chainFit.js';
 import { black76Price } from '../../src/quant/black76.js';
+import { optionPriceTick } from '../../src/domain/optionTicks.js';
 import { refButterflyCheck } from './vannaVolgaReference.js';
 import { hagan2002, refHalfSpreads, referenceSabr, referenceSvi, refSviMinG, refSviW } from './referenceFits.js';
 
@@ -231,6 +232,10 @@ export function measureView(
       // Prices per unit of the underlying (inverse: coin; Black-76 / F), ticks of the exchange.
       const price = (q: (typeof s.quotes)[number], v: number): number => black76Price(s.forward, q.strike, s.T, v, q.optionType) / s.forward;
       const ticksOff: number[] = [];
+      // no-bid quotes are judged in the exchange's own tick of the time (src/domain/optionTicks.ts), where known
+      const exchangeTick = optionPriceTick(view.source, view.pair, view.observationTimestamp);
+      const noBidTick = (q: (typeof s.quotes)[number]): number =>
+        exchangeTick ? exchangeTick(black76Price(s.forward, q.strike, s.T, q.markIv, q.optionType), s.forward) / s.forward : tick;
       let noBid = 0;
       let noBidAboveAsk = 0;
       let noBidBeyond2Ticks = 0;
@@ -241,7 +246,7 @@ export function measureView(
         else {
           noBid++;
           if (a !== null && price(q, served[i]!) > price(q, a) + 1e-12) noBidAboveAsk++;
-          if (off > 2) noBidBeyond2Ticks++;
+          if ((off * tick) / noBidTick(q) > 2) noBidBeyond2Ticks++;
         }
       });
       let sparseExcess: number | null = null;

@@ -7,7 +7,7 @@
  * ticks above three far no-bid call marks.
  */
 import { describe, expect, it } from 'vitest';
-import { optionPriceTick } from '../../src/domain/optionTicks.js';
+import { DERIBIT_TICK_STEPS_FROM, OKX_TICK_STEPS_FROM, optionPriceTick } from '../../src/domain/optionTicks.js';
 import { black76Price } from '../../src/quant/black76.js';
 import { noBidPriceBands } from '../../src/quant/models/fitKit.js';
 import { calibrateSabr } from '../../src/quant/sabrCalibration.js';
@@ -16,17 +16,29 @@ import type { SliceInput } from '../../src/quant/models/types.js';
 import { simulatorChainView } from '../../bench/calibration.js';
 import { fitChain } from '../../src/quant/chain/chainFit.js';
 
-const deribit = optionPriceTick('DERIBIT', { base: 'BTC', quote: 'USD' })!;
+/** 2026-05-26 19:30 UTC, the simulator's pinned time (after both exchanges' tick steps). */
+const NOW = Date.UTC(2026, 4, 26, 19, 30) / 1000;
+const deribit = optionPriceTick('DERIBIT', { base: 'BTC', quote: 'USD' }, NOW)!;
 
 describe('option price ticks (exchange listings)', () => {
-  it('Deribit inverse: 0.0001 coin below a premium of 0.005 coin, 0.0005 from there; OKX inverse 0.0001; linear: none', () => {
+  it('Deribit inverse: 0.0001 coin up to a premium of 0.005 coin, 0.0005 above, since 6 July 2023; 0.0005 before; OKX since 31 August 2023; linear: none', () => {
     const F = 80_000;
+    const btc = { base: 'BTC', quote: 'USD' } as const;
     expect(deribit(0.0049 * F, F)).toBeCloseTo(0.0001 * F, 9);
-    expect(deribit(0.005 * F, F)).toBeCloseTo(0.0005 * F, 9);
-    expect(optionPriceTick('DERIBIT', { base: 'ETH', quote: 'USD' })!(0.001 * 3000, 3000)).toBeCloseTo(0.3, 12);
-    expect(optionPriceTick('OKX', { base: 'BTC', quote: 'USD' })!(0.02 * F, F)).toBeCloseTo(0.0001 * F, 9);
-    expect(optionPriceTick('DERIBIT', { base: 'SOL', quote: 'USDC' })).toBeNull();
-    expect(optionPriceTick('BYBIT', { base: 'BTC', quote: 'USDC' })).toBeNull();
+    expect(deribit(0.005 * F, F)).toBeCloseTo(0.0001 * F, 9);
+    expect(deribit(0.0051 * F, F)).toBeCloseTo(0.0005 * F, 9);
+    expect(optionPriceTick('DERIBIT', { base: 'ETH', quote: 'USD' }, NOW)!(0.001 * 3000, 3000)).toBeCloseTo(0.3, 12);
+    // before the reduction: 0.0005 coin at every price (the 2020 book and the 2021 listing)
+    const may2020 = Date.UTC(2020, 4, 14, 5, 41) / 1000;
+    expect(optionPriceTick('DERIBIT', btc, may2020)!(0.001 * F, F)).toBeCloseTo(0.0005 * F, 9);
+    expect(optionPriceTick('DERIBIT', btc, DERIBIT_TICK_STEPS_FROM - 1)!(0.001 * F, F)).toBeCloseTo(0.0005 * F, 9);
+    expect(optionPriceTick('DERIBIT', btc, DERIBIT_TICK_STEPS_FROM)!(0.001 * F, F)).toBeCloseTo(0.0001 * F, 9);
+    expect(optionPriceTick('OKX', btc, OKX_TICK_STEPS_FROM - 1)!(0.001 * F, F)).toBeCloseTo(0.0005 * F, 9);
+    expect(optionPriceTick('OKX', btc, NOW)!(0.001 * F, F)).toBeCloseTo(0.0001 * F, 9);
+    expect(optionPriceTick('OKX', btc, NOW)!(0.02 * F, F)).toBeCloseTo(0.0005 * F, 9);
+    expect(optionPriceTick('DERIBIT', { base: 'SOL', quote: 'USDC' }, NOW)).toBeNull();
+    expect(optionPriceTick('BYBIT', { base: 'BTC', quote: 'USDC' }, NOW)).toBeNull();
+    expect(optionPriceTick('DERIBIT', btc, Number.NaN)).toBeNull();
   });
 });
 
@@ -67,9 +79,8 @@ describe('noBidPriceBands', () => {
     expect(price(2, b[2]!.ivBand!.hi)).toBeCloseTo(price(2, 1.0) + 2 * deribit(price(2, 1.0), F), 4);
   });
 
-  it('no band without a tick rule or under 2 days', () => {
+  it('no band without a tick rule', () => {
     expect(noBidPriceBands(slice, null).every((q) => q.ivBand === undefined)).toBe(true);
-    expect(noBidPriceBands({ ...slice, T: 1.5 / 365 }, deribit).every((q) => q.ivBand === undefined)).toBe(true);
   });
 });
 
@@ -99,8 +110,9 @@ describe('SABR inside the no-bid price bands (simulator, 213-day expiry)', () =>
     console.log(`SABR 213d: RMSE vs marks ${rmse(plain.params).toFixed(3)} -> ${rmse(banded.params).toFixed(3)} vp; worst no-bid ticks ${Math.max(...noBid.map((q) => ticksOff(plain.params, q))).toFixed(2)} -> ${Math.max(...noBid.map((q) => ticksOff(banded.params, q))).toFixed(2)}`);
   });
 
-  it('the served chain fit carries it (the chain\'s DERIBIT BTC/USD tick rule): status repaired, a constrained refit', () => {
-    expect(slice.fit.status).toBe('repaired');
+  it('the served chain fit carries it (the chain\'s DERIBIT BTC/USD tick rule at its time); not counted as an arbitrage repair', () => {
+    expect(slice.fit.status).toBe('fitted');
+    expect(slice.fit.method).toMatch(/no-bid price bands honoured/);
     for (const q of noBid) expect(ticksOff(slice.params as never, q)).toBeLessThanOrEqual(2);
   });
 });

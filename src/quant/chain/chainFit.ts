@@ -632,7 +632,7 @@ export function fitChain(view: ChainView, options: ChainFitOptions = {}, memory:
     return { source: view.source, pair: view.pair, observationTimestamp: obs, spot: null, points: [], models: [], skipped, calibrationMs: performance.now() - t0, version: view.version };
   }
   // the chain's option price tick (issue 26's no-bid price bands) unless the caller set one (null: none)
-  if (options.optionPriceTick === undefined) options = { ...options, optionPriceTick: optionPriceTick(view.source, view.pair) };
+  if (options.optionPriceTick === undefined) options = { ...options, optionPriceTick: optionPriceTick(view.source, view.pair, obs) };
   memory.prune(obs);
   memory.incremental = view.full === false;
   memory.refitOnly = view.full === false && view.refitOnly !== undefined ? new Set(view.refitOnly) : null;

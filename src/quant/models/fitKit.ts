@@ -18,26 +18,18 @@ export function toCalibrationQuotes(g: SliceInput): SviQuote[] {
 export const NO_BID_TICKS = 2;
 
 /**
- * Shortest expiry (years: 2 days) whose no-bid quotes get price bands. Shorter expiries keep their own care (issue 26
- * item 3): their marks are flat plateaus, and on the 2020 chain's 26-hour expiry holding SABR within 2 ticks of one
- * plateau mark (175 %, the fits 159 to 165 %) cost 0.78 vol pt of RMSE over its other quotes, beyond the 0.5 vp a
- * repair may cost.
- */
-export const NO_BID_BAND_MIN_T = 2 / 365;
-
-/**
  * The calibration quotes of a slice with issue 26's price band on each quote without a two-sided market: the IV
  * interval whose Black-76 price (undiscounted, r = 0; black76.ts) lies within {@link NO_BID_TICKS} price ticks of the
  * mark's price and, where the quote has an ask, at or below the ask (IV at most the ask IV). The ticks are the
  * exchange's (src/domain/optionTicks.ts) at the mark's premium. Bounds by inverting Black-76 (impliedVol.ts): a
  * price below the intrinsic value gives lo = 0, one at or above the price bound none (hi = +Infinity). No rule (null)
- * or an empty interval, or an expiry under {@link NO_BID_BAND_MIN_T}: the quote carries no band.
+ * or an empty interval: the quote carries no band.
  * @param g the slice (T years, forward and strikes in the quote currency)
  * @param tick the chain's price tick rule, or null
  */
 export function noBidPriceBands(g: SliceInput, tick: OptionPriceTick | null | undefined): SviQuote[] {
   const quotes = toCalibrationQuotes(g);
-  if (!tick || !(g.T >= NO_BID_BAND_MIN_T)) return quotes;
+  if (!tick) return quotes;
   return quotes.map((c, i) => {
     if (hasTwoSidedIv(c)) return c;
     const q = g.quotes[i]!;

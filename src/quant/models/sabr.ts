@@ -177,8 +177,8 @@ export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, be
     maxErrorVolPts: err.max,
     quotesUsed: r.quotesUsed,
     butterflyFree: r.arbitrageFree && served.ok,
-    // a constrained refit: the density penalty (butterfly repair) or the no-bid price bands (issue 26)
-    repaired: /density penalty applied|no-bid price bands honoured/.test(r.method) && r.arbitrageFree && served.ok,
+    // a constrained refit for arbitrage (the no-bid price bands are part of the objective, not a repair)
+    repaired: /density penalty applied/.test(r.method) && r.arbitrageFree && served.ok,
     method: `${r.method}; linear total-variance wings beyond k = ${wings.kWingL.toFixed(4)} and ${wings.kWingR.toFixed(4)}${wingsInside ? ' (inside the quoted range: Lee bound)' : ''}`,
     minDensity: finiteOrNull(Math.min(r.minDensity, served.minDensity)),
     atmErrorVolPts: finiteOrNull(r.atm.errorVolPts),
