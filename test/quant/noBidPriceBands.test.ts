@@ -116,3 +116,29 @@ describe('SABR inside the no-bid price bands (simulator, 213-day expiry)', () =>
     for (const q of noBid) expect(ticksOff(slice.params as never, q)).toBeLessThanOrEqual(2);
   });
 });
+
+describe('a price band that would cost more than 0.5 vol pt is not honoured, and says so', () => {
+  it('keeps the unbanded fit and warns (a far no-bid mark 15 vp above a smooth smile, a tight band)', () => {
+    const F = 70_000;
+    const T = 60 / 365;
+    // a smooth SABR-like smile, two-sided everywhere but the far call whose mark sits 15 vp above it
+    const quotes = Array.from({ length: 15 }, (_, i) => {
+      const k = -0.6 + (1.3 * i) / 14;
+      const iv = 0.6 + 0.1 * k * k - 0.05 * k;
+      return { k, iv, bidIv: iv - 0.01, askIv: iv + 0.01 };
+    });
+    const far = quotes.length - 1;
+    const markFar = quotes[far]!.iv + 0.15;
+    const tight = { lo: markFar - 0.001, hi: markFar + 0.001 };
+    const withBand = quotes.map((q, i) => (i === far ? { k: q.k, iv: markFar, bidIv: null, askIv: null, ivBand: tight } : q));
+    const without = withBand.map((q) => ({ ...q, ivBand: null }));
+    const opts = { beta: 1, weighting: 'halfSpread' as const, maxOutlierFraction: 0 };
+    const plain = calibrateSabr(without, F, T, opts);
+    const banded = calibrateSabr(withBand, F, T, opts);
+    // holding the far quote within 0.1 vp of its mark would bend the whole smile: more than 0.5 vp of RMSE
+    expect(Math.abs(sabrImpliedVol(plain.params, F, F * Math.exp(quotes[far]!.k), T) - markFar)).toBeGreaterThan(0.01);
+    expect(banded.params).toEqual(plain.params);
+    expect(banded.warnings.some((w) => /no-bid price band not honoured at 1 quote/.test(w))).toBe(true);
+    expect(banded.method).not.toMatch(/no-bid price bands honoured/);
+  });
+});
