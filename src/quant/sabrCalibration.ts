@@ -159,9 +159,11 @@ interface Prepared {
   readonly K: Float64Array;
   readonly iv: Float64Array;
   readonly sqrtOmega: Float64Array;
-  /** Each quote's price band (SviQuote.ivBand) as IV bounds: -Infinity / +Infinity where it has none. */
-  readonly bandLo: Float64Array;
-  readonly bandHi: Float64Array;
+  /**
+   * The quotes with a price band (SviQuote.ivBand): index t into these arrays, the band [lo, hi] and the band the
+   * penalty holds, [a, b] ({@link narrowedBand}); empty when none has one (the common case: nothing to check).
+   */
+  readonly bands: ReadonlyArray<{ readonly t: number; readonly lo: number; readonly hi: number; readonly a: number; readonly b: number }>;
   /** Input indices. */
   readonly index: number[];
 }
@@ -244,7 +246,7 @@ export function calibrateSabr(quotes: readonly SviQuote[], F: number, T: number,
     weighting,
     iterations: fitter.iterations,
     atm: { marketIv: marketAtm, modelIv: a.modelAtm, errorVolPts: a.atmErr },
-    warnings: banded.bandsLeft > 0 ? [...a.warnings, `no-bid price band not honoured at ${banded.bandsLeft} quote${banded.bandsLeft > 1 ? 's' : ''} (model price above the ask or more than 2 ticks from the mark)`] : a.warnings,
+    warnings: banded.bandsLeft > 0 ? [...a.warnings, `no-bid price band not honoured at ${banded.bandsLeft} quote${banded.bandsLeft > 1 ? 's' : ''} (outside its SviQuote.ivBand)`] : a.warnings,
   };
 }
 
@@ -261,8 +263,7 @@ function prepareSabrQuotes(valid: ReturnType<typeof validSortedQuotes>['valid'],
     K: new Float64Array(idx.length),
     iv: new Float64Array(idx.length),
     sqrtOmega: new Float64Array(idx.length),
-    bandLo: new Float64Array(idx.length).fill(Number.NEGATIVE_INFINITY),
-    bandHi: new Float64Array(idx.length).fill(Number.POSITIVE_INFINITY),
+    bands: [],
     index: idx.map((j) => (valid[j] as { i: number }).i),
   };
   idx.forEach((j, t) => {
@@ -272,8 +273,8 @@ function prepareSabrQuotes(valid: ReturnType<typeof validSortedQuotes>['valid'],
     out.iv[t] = q.iv;
     out.sqrtOmega[t] = Math.sqrt(((omegaAll[j] as number) * idx.length) / sum);
     if (q.ivBand && q.ivBand.lo < q.ivBand.hi) {
-      out.bandLo[t] = q.ivBand.lo;
-      out.bandHi[t] = q.ivBand.hi;
+      const [a, b] = narrowedBand(q.ivBand.lo, q.ivBand.hi, q.iv);
+      (out.bands as Array<Prepared['bands'][number]>).push({ t, lo: q.ivBand.lo, hi: q.ivBand.hi, a, b });
     }
   });
   return out;
@@ -310,8 +311,8 @@ interface SabrFitOutcome {
   readonly penalty: boolean;
   readonly check: ReturnType<typeof checkSmileDensity>;
   /** The butterfly repair's penalty weight and strikes when `penalty` (kept by a later constrained refit), else 0 and none. */
-  readonly lambda?: number;
-  readonly penaltyStrikes?: readonly number[];
+  readonly lambda: number;
+  readonly penaltyStrikes: readonly number[];
 }
 
 /** The projected-LM fits of one expiry (alpha, rho, nu; beta fixed), counting their iterations. */
@@ -373,12 +374,8 @@ class SabrFitter {
       }
       if (bandLambda > 0) {
         const sb = Math.sqrt(bandLambda);
-        for (let i = 0; i < d.k.length; i++) {
-          const lo = d.bandLo[i] as number;
-          const hi = d.bandHi[i] as number;
-          if (lo === Number.NEGATIVE_INFINITY && hi === Number.POSITIVE_INFINITY) continue;
-          const [a, b] = narrowedBand(lo, hi, d.iv[i] as number);
-          const v = this.vol(sp, d.K[i] as number);
+        for (const { t, a, b } of d.bands) {
+          const v = this.vol(sp, d.K[t] as number);
           out.push(sb * (v > b ? v - b : v < a ? a - v : 0));
         }
       }
@@ -462,7 +459,7 @@ class SabrFitter {
     const { F, T, atmGuess, options } = this.s;
     const x0 = this.fit(d, this.startPoints(d, extra), 0, []).x;
     const chk0 = checkSmileDensity((K) => this.vol(this.toParams(x0), K), F, T, this.checkOpts(d));
-    if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, x0, penalty: false, check: chk0 };
+    if (chk0.arbitrageFree || !(options.repairArbitrage ?? true)) return { x: x0, x0, penalty: false, check: chk0, lambda: 0, penaltyStrikes: [] };
     // Constrained refit: the first penalty weight that gives an arbitrage-free smile wins; if none
     // does, the unpenalized fit is kept and reported as not arbitrage-free (the caller rejects it).
     // Penalty grid: the check's grid (explicit strikes, or the default one built on a 15 % higher ATM vol
@@ -480,18 +477,18 @@ class SabrFitter {
       if (chk.arbitrageFree) return { x, x0, penalty: true, check: chk, lambda, penaltyStrikes };
     }
     this.repairFailed = true;
-    return { x: x0, x0, penalty: false, check: chk0 };
+    return { x: x0, x0, penalty: false, check: chk0, lambda: 0, penaltyStrikes: [] };
   }
 
-  /** The quotes of `d` whose price band the smile at `x` leaves (index into d). */
-  outsideBands(d: Prepared, x: readonly number[]): number[] {
+  /** How many quotes of `d` the smile at `x` leaves outside their price band. */
+  outsideBands(d: Prepared, x: readonly number[]): number {
     const sp = this.toParams(x);
-    const out: number[] = [];
-    for (let i = 0; i < d.k.length; i++) {
-      const v = this.vol(sp, d.K[i] as number);
-      if (v > (d.bandHi[i] as number) || v < (d.bandLo[i] as number)) out.push(i);
+    let n = 0;
+    for (const { t, lo, hi } of d.bands) {
+      const v = this.vol(sp, d.K[t] as number);
+      if (v > hi || v < lo) n++;
     }
-    return out;
+    return n;
   }
 
   /**
@@ -503,22 +500,15 @@ class SabrFitter {
    * `bandsLeft` counts the quotes outside (reported as a warning).
    */
   honourBands(d: Prepared, res: SabrFitOutcome): SabrFitOutcome & { readonly bandLambda: number; readonly bandsLeft: number } {
-    const left = this.outsideBands(d, res.x).length;
+    const left = this.outsideBands(d, res.x);
     if (left === 0) return { ...res, bandLambda: 0, bandsLeft: 0 };
     const { F, T } = this.s;
-    const rmse = (x: readonly number[]): number => {
-      const sp = this.toParams(x);
-      let ss = 0;
-      for (let i = 0; i < d.k.length; i++) ss += (100 * (this.vol(sp, d.K[i] as number) - (d.iv[i] as number))) ** 2;
-      return Math.sqrt(ss / d.k.length);
-    };
+    const rmse = (x: readonly number[]): number => errorStats(residualsVolPts(this.toParams(x), d, (p, K) => this.vol(p, K))).rmseVolPts;
     const ceiling = rmse(res.x) + BAND_MAX_COST_VOL_PTS;
-    const lambda = res.penalty ? (res.lambda ?? 0) : 0;
-    const strikes = res.penalty ? (res.penaltyStrikes ?? []) : [];
     let x = res.x;
     for (let bandLambda = 1e2; bandLambda <= 1e8; bandLambda *= 10) {
-      x = this.fit(d, [x], lambda, strikes, bandLambda).x;
-      if (this.outsideBands(d, x).length > 0) continue;
+      x = this.fit(d, [x], res.lambda, res.penaltyStrikes, bandLambda).x;
+      if (this.outsideBands(d, x) > 0) continue;
       if (!(rmse(x) <= ceiling)) break;
       const check = checkSmileDensity((K) => this.vol(this.toParams(x), K), F, T, this.checkOpts(d));
       if (check.arbitrageFree || !res.check.arbitrageFree) return { ...res, x, check, bandLambda, bandsLeft: 0 };

@@ -672,10 +672,10 @@ const WING_NOISE_IV = 0.005;
 const WING_PRIOR_CURVATURE = 0.25;
 
 /**
- * One wing's best curvature at a scale d = d0 e^u, for the quotes `beyond` that side's 10-delta strike: the function
- * (u, exact) -> {c, f}, c by the linearized ridge least squares (or, `exact`, golden section on the penalized IV
- * objective J of {@link WING_NOISE_IV}) and f = J(c, u). The wings alone move with c and d: the core's terms are
- * computed once (vannaVolgaSmile's formula, same numbers). `linearCost`: J of the linear wing (c = 0, any d).
+ * One wing's best curvature at a scale d = d0 e^u, for the quotes `beyond` that side's 10-delta strike: `at(u, exact)`
+ * -> {c, f}, c by the linearized ridge least squares (or, `exact`, golden section on the penalized IV objective J of
+ * {@link WING_NOISE_IV}) and f = J(c, u); `linearCost`, J of the linear wing (c = 0, any d). The wings alone move with
+ * c and d: the core's terms are computed once (vannaVolgaSmile's formula, same numbers).
  */
 function wingCurvatureFit(
   side: 'L' | 'R',
@@ -683,7 +683,7 @@ function wingCurvatureFit(
   beyond: readonly ValidQuote[],
   T: number,
   d0: number,
-): ((u: number, exact?: boolean) => { c: number; f: number }) & { readonly linearCost: number } {
+): { readonly at: (u: number, exact?: boolean) => { c: number; f: number }; readonly linearCost: number } {
   const noise2 = WING_NOISE_IV * WING_NOISE_IV;
   const tau = WING_PRIOR_CURVATURE * Math.sqrt(side === 'L' ? terms.wLo : terms.wHi);
   const objective = (c: number, u: number): number => {
@@ -731,7 +731,7 @@ function wingCurvatureFit(
     const g = goldenSection((c) => objective(c, u), Math.min(cMinAt(d), 0), VV_MAX_WING_SLOPE);
     return { c: g.x, f: g.f };
   };
-  return Object.assign(at, { linearCost: objective(0, 0) });
+  return { at, linearCost: objective(0, 0) };
 }
 
 /**
@@ -745,19 +745,19 @@ function fitWing(side: 'L' | 'R', terms: VannaVolgaWingTerms, used: readonly Val
   const d0 = side === 'L' ? terms.dLo : terms.dHi;
   const beyond = used.filter((q) => (side === 'L' ? q.k < terms.kLo : q.k > terms.kHi));
   if (beyond.length === 0) return { c: 0, d: d0 };
-  const bestC = wingCurvatureFit(side, terms, beyond, T, d0);
-  let best = { u: 0, ...bestC(0) };
+  const { at, linearCost } = wingCurvatureFit(side, terms, beyond, T, d0);
+  let best = { u: 0, ...at(0) };
   for (let j = -8; j <= 4; j++) {
     if (j === 0) continue;
     const u = (j / 2) * Math.LN2;
-    const r = bestC(u);
+    const r = at(u);
     if (r.f < best.f * (1 - 1e-12)) best = { u, ...r };
   }
-  const refined = goldenSection((u) => bestC(u).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
+  const refined = goldenSection((u) => at(u).f, best.u - 0.5 * Math.LN2, best.u + 0.5 * Math.LN2);
   const u = refined.f < best.f ? refined.x : best.u;
-  const exact = bestC(u, true);
+  const exact = at(u, true);
   // the linear wing (c = 0) is the same at every scale (J = its misfit alone): kept, at the default scale, unless beaten
-  return exact.f < bestC.linearCost ? { c: exact.c, d: d0 * Math.exp(u) } : { c: 0, d: d0 };
+  return exact.f < linearCost ? { c: exact.c, d: d0 * Math.exp(u) } : { c: 0, d: d0 };
 }
 
 /** The largest factor in [0, 1] for which `ok` holds (bisection, 12 steps), given that 0 passes. */

@@ -51,6 +51,7 @@
 import { performance } from 'node:perf_hooks';
 import type { ArbitrageCounts, ChainFit, ExpirySlice, ModelFit, SliceWork, SmileQuote, SurfaceArbitrage } from '../../domain/chainFit.js';
 import { mayYield, type ChainView } from '../../domain/chainView.js';
+import { optionPriceTick } from '../../domain/optionTicks.js';
 import { VOLATILITY_MODELS, type VolatilityModel } from '../../domain/volatilityModels.js';
 import { MODEL_REGISTRY, type FitContext, type SliceFit, type SliceFitOptions, type SmileModel } from '../models/index.js';
 import type { VolSurface } from '../surface.js';
@@ -59,7 +60,6 @@ import { FitMemory, FitYielded, inputSignature, type FittedExpiry, type GoodSlic
 import { CALENDAR_GRID, CALENDAR_GRID_TEXT, buildTypedSurface, rawCalendarCheck, typedTotalVariance } from './modelSurface.js';
 import { crossModelWarnings, servedQuality, within10Delta, type DraftSlice } from './quality.js';
 import { SliceGate, residualsWithinTracking } from './sliceGate.js';
-import { optionPriceTick } from '../../domain/optionTicks.js';
 import { SHAPE_SOURCE_MIN_T, SPARSE_MAX_QUOTES, sparseTarget } from './sparse.js';
 
 /** Options of a chain fit: those of a slice fit (SABR's beta). */

@@ -110,7 +110,7 @@ export const sabrModel: SmileModel<SabrServedParams> = {
   // Hagan's T-term moves with T (measured on the real chains: 0.011 vp after 0.09 %): 0.05 % kept a reused slice within
   // 0.01 vp; the tracking tolerance's floor is 0.05 vp (issue 22): 0.25 %.
   reuseMaxTChange: 2.5e-3,
-  fit: (g, ctx, options) => fitSabrSlice(g, ctx, options.sabrBeta ?? 1, options),
+  fit: (g, ctx, options) => fitSabrSlice(g, ctx, options),
   borrowsShape: () => false,
 };
 
@@ -140,13 +140,16 @@ function servedErrors(p: SabrServedParams, g: SliceInput, dropped: readonly numb
 }
 
 /**
- * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `beta`): the spread-weighted (issue 26, quoteWeights.ts
- * quoteHalfSpreads: min sum ((iv - mark) / h)^2), untrimmed least-squares fit of calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`), then the wing junctions
+ * SABR fit of one expiry (Hagan 2002 at the fixed CEV exponent `options.sabrBeta`, default 1): the spread-weighted
+ * (issue 26, quoteWeights.ts quoteHalfSpreads: min sum ((iv - mark) / h)^2), untrimmed least-squares fit of
+ * calibrateSabr (warm from `st.previous`, sparse modes from `st.lastFull`; no-bid quotes held in their price bands
+ * when `options.optionPriceTick` gives the exchange's tick, fitKit.ts noBidPriceBands), then the wing junctions
  * ({@link sabrWingJunctions}) and the butterfly check of the SERVED smile (Hagan with its linear wings) on
  * servedGrid; the slice is butterfly-free only when both the calibration's and the served check pass.
  * @throws RangeError from calibrateSabr (F, T not finite > 0; no valid quote)
  */
-export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, beta: number, options: SliceFitOptions = {}): SliceFit<SabrServedParams> {
+export function fitSabrSlice(g: SliceInput, st: FitContext<SabrServedParams>, options: SliceFitOptions = {}): SliceFit<SabrServedParams> {
+  const beta = options.sabrBeta ?? 1;
   // Spread-weighted, untrimmed: the served SABR is the spread-weighted least-squares Hagan fit to the marks (the
   // reference of test/calibration/referenceGap.test.ts); vega weights and trimming cost 0.2 to 7 vol points on real chains.
   const prior = st.lastFullT !== undefined ? usableStart(sabrModel, st.lastFull, st.lastFullT, g.forward) : undefined;
