@@ -101,6 +101,7 @@ export const VV_MAX_WING_SLOPE = 1.8;
  * vols, and (if given) K10P < K25P, K10C > K25C. Returns the violated conditions (empty when valid).
  */
 export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
+  if (validParams(p)) return []; // the common case without building anything: every smile evaluation checks its parameters
   const out: string[] = [];
   for (const key of ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C'] as const) {
     const v = p[key];
@@ -119,6 +120,28 @@ export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
     if (v !== undefined && !(v > 0 && Number.isFinite(v))) out.push(`${key} must be finite > 0, got ${v}`);
   }
   return out;
+}
+
+/** True exactly when {@link vannaVolgaParamViolations} finds nothing (the same conditions, as one expression). */
+function validParams(p: VannaVolgaParams): boolean {
+  const positive = (v: number | undefined): boolean => v !== undefined && v > 0 && Number.isFinite(v);
+  const inSlopeBound = (v: number | undefined): boolean => v === undefined || (v >= -VV_MAX_WING_SLOPE && v <= VV_MAX_WING_SLOPE);
+  return (
+    positive(p.K25P) &&
+    positive(p.Katm) &&
+    positive(p.K25C) &&
+    positive(p.vol25P) &&
+    positive(p.volAtm) &&
+    positive(p.vol25C) &&
+    p.K25P < p.Katm &&
+    p.Katm < p.K25C &&
+    (p.K10P === undefined || (p.K10P > 0 && p.K10P < p.K25P)) &&
+    (p.K10C === undefined || (p.K10C > p.K25C && Number.isFinite(p.K10C))) &&
+    inSlopeBound(p.wingCurvL) &&
+    inSlopeBound(p.wingCurvR) &&
+    (p.wingScaleL === undefined || positive(p.wingScaleL)) &&
+    (p.wingScaleR === undefined || positive(p.wingScaleR))
+  );
 }
 
 function assertParams(fn: string, p: VannaVolgaParams): void {
@@ -229,15 +252,49 @@ export function vannaVolgaPriceImpliedVol(p: VannaVolgaParams, F: number, K: num
   }
 }
 
-/** The VV smile between the wing strikes: second (or first) order with the documented fallbacks. */
-function coreVol(p: VannaVolgaParams, F: number, K: number, T: number): number {
-  if ((p.order ?? 'second') === 'second') {
-    const v = secondOrder(p, F, K, T);
-    if (v > 0 && Number.isFinite(v)) return v;
-  }
-  const v1 = firstOrder(p, K);
-  if (v1 > 0 && Number.isFinite(v1)) return v1;
-  return Math.min(p.vol25P, p.volAtm, p.vol25C);
+/**
+ * The VV smile between the wing strikes, K -> vol: second (or first) order with the documented fallbacks (second
+ * order where it exists and is > 0, else first order where > 0, else the lowest pillar vol). What does not depend on
+ * K is computed once per (p, F, T): the pillars' log-strikes and the Lagrange denominators of {@link weights}, the
+ * pillar terms d1 d2 (sigma_i - sigma_2)^2 of {@link secondOrder}. Every expression is the one of {@link firstOrder}
+ * and {@link secondOrder}, evaluated in the same order, so each vol is bit-identical to theirs (tested); the smile's
+ * 401-strike density checks, the wing-strike root searches and the pillar fit's residuals call it (issue 22: the
+ * kernel without repeated work).
+ */
+function coreSmile(p: VannaVolgaParams, F: number, T: number): (K: number) => number {
+  const second = (p.order ?? 'second') === 'second';
+  const l1 = Math.log(p.K25P);
+  const l2 = Math.log(p.Katm);
+  const l3 = Math.log(p.K25C);
+  const den1 = (l2 - l1) * (l3 - l1);
+  const den2 = (l2 - l1) * (l3 - l2);
+  const den3 = (l3 - l1) * (l3 - l2);
+  const s2 = p.volAtm;
+  const e1 = p.vol25P - s2;
+  const e3 = p.vol25C - s2;
+  const a1 = second ? d1d2AtAtm(F, p.K25P, T, s2) : 0;
+  const a3 = second ? d1d2AtAtm(F, p.K25C, T, s2) : 0;
+  const lowest = Math.min(p.vol25P, p.volAtm, p.vol25C);
+  return (K: number): number => {
+    const l = Math.log(K);
+    const y1 = ((l2 - l) * (l3 - l)) / den1;
+    const y2 = ((l - l1) * (l3 - l)) / den2;
+    const y3 = ((l - l1) * (l - l2)) / den3;
+    if (second) {
+      const D1 = y1 * p.vol25P + y2 * s2 + y3 * p.vol25C - s2;
+      const D2 = y1 * a1 * e1 * e1 + y3 * a3 * e3 * e3;
+      const u = 2 * s2 * D1 + D2;
+      const dd = d1d2AtAtm(F, K, T, s2);
+      const rad = s2 * s2 + dd * u;
+      if (rad >= 0) {
+        const v = s2 + u / (s2 + Math.sqrt(rad));
+        if (v > 0 && Number.isFinite(v)) return v;
+      }
+    }
+    const v1 = y1 * p.vol25P + y2 * p.volAtm + y3 * p.vol25C;
+    if (v1 > 0 && Number.isFinite(v1)) return v1;
+    return lowest;
+  };
 }
 
 /**
@@ -251,7 +308,7 @@ function coreVol(p: VannaVolgaParams, F: number, K: number, T: number): number {
 export function vannaVolgaWingStrikes(p: VannaVolgaParams, F: number, T: number): { K10P: number; K10C: number } {
   assertParams('vannaVolgaWingStrikes', p);
   assertFT('vannaVolgaWingStrikes', F, T);
-  const smile = (K: number): number => coreVol(p, F, K, T);
+  const smile = coreSmile(p, F, T);
   const solve = (delta: number): number => {
     try {
       return strikeFromDelta(delta, F, T, smile);
@@ -278,12 +335,13 @@ export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: 
   const t = vannaVolgaWingTerms(p, F, T);
   const cLo = wingCurvatureBound(p.wingCurvL ?? 0, t, 'L');
   const cHi = wingCurvatureBound(p.wingCurvR ?? 0, t, 'R');
+  const core = coreSmile(p, F, T);
   return (K: number): number => {
     if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSmile: K must be finite > 0, got ${K}`);
     const k = Math.log(K / F);
     if (k < t.kLo) return vannaVolgaWingVol(t, 'L', k, cLo, T);
     if (k > t.kHi) return vannaVolgaWingVol(t, 'R', k, cHi, T);
-    return coreVol(p, F, K, T);
+    return core(K);
   };
 }
 
@@ -312,8 +370,9 @@ function vannaVolgaWingTerms(p: VannaVolgaParams, F: number, T: number): VannaVo
   const wings = p.K10P !== undefined && p.K10C !== undefined ? { K10P: p.K10P, K10C: p.K10C } : vannaVolgaWingStrikes(p, F, T);
   const kLo = Math.log(wings.K10P / F);
   const kHi = Math.log(wings.K10C / F);
+  const core = coreSmile(p, F, T);
   const w = (k: number): number => {
-    const v = coreVol(p, F, F * Math.exp(k), T);
+    const v = core(F * Math.exp(k));
     return v * v * T;
   };
   const slopeAt = (k: number): number => {

@@ -116,6 +116,65 @@ describe('Vanna-Volga smile properties', () => {
   const F = 70000;
   const T = 0.1;
 
+  it('between the 10-delta strikes equals the public second-order formula bit for bit, first order where it fails, and the parameter check agrees with its messages', () => {
+    // the smile's core is prepared once per (p, F, T) (issue 22): the same numbers as the formulas evaluated alone
+    let seed = 7;
+    const rnd = (): number => {
+      seed = (seed * 16807) % 2147483647;
+      return seed / 2147483647;
+    };
+    let secondUsed = 0;
+    let firstUsed = 0;
+    for (let n = 0; n < 300; n++) {
+      const t = 0.003 + 2 * rnd();
+      const a = 0.05 + 0.3 * rnd();
+      const p: VannaVolgaParams = {
+        K25P: F * Math.exp(-a * (0.5 + rnd())),
+        Katm: F * Math.exp(0.02 * (rnd() - 0.5)),
+        K25C: F * Math.exp(a * (0.5 + rnd())),
+        vol25P: 0.2 + 1.5 * rnd(),
+        volAtm: 0.2 + 1.2 * rnd(),
+        vol25C: 0.2 + 1.5 * rnd(),
+        K10P: F * Math.exp(-4),
+        K10C: F * Math.exp(4),
+        ...(n % 5 === 0 ? { order: 'first' as const } : {}),
+      };
+      expect(vannaVolgaParamViolations(p)).toEqual([]);
+      const sm = vannaVolgaSmile(p, F, t);
+      for (let i = 0; i < 40; i++) {
+        const K = F * Math.exp(-3.9 + 7.8 * rnd());
+        const v2 = p.order === 'first' ? Number.NaN : vannaVolgaSecondOrderVol(p, F, K, t);
+        const v1 = vannaVolgaFirstOrderVol(p, K);
+        const want = v2 > 0 && Number.isFinite(v2) ? v2 : v1 > 0 && Number.isFinite(v1) ? v1 : Math.min(p.vol25P, p.volAtm, p.vol25C);
+        if (v2 > 0 && Number.isFinite(v2)) secondUsed++;
+        else firstUsed++;
+        expect(Object.is(sm(K), want)).toBe(true);
+      }
+    }
+    expect(secondUsed).toBeGreaterThan(1000);
+    expect(firstUsed).toBeGreaterThan(100);
+    // every single violated condition is still reported (the fast check says valid only when none is)
+    const ok: VannaVolgaParams = { K25P: 0.9, Katm: 1, K25C: 1.1, vol25P: 0.5, volAtm: 0.45, vol25C: 0.5, K10P: 0.8, K10C: 1.2, wingCurvL: 0.1, wingCurvR: 0.1, wingScaleL: 0.1, wingScaleR: 0.1 };
+    const bad: Array<Partial<Record<keyof VannaVolgaParams, number>>> = [
+      { K25P: 0 },
+      { Katm: Number.NaN },
+      { K25C: Infinity },
+      { vol25P: -0.1 },
+      { volAtm: 0 },
+      { vol25C: Number.NaN },
+      { Katm: 0.85 },
+      { K10P: 0.95 },
+      { K10C: 1.05 },
+      { K10C: Infinity },
+      { wingCurvL: 2 },
+      { wingCurvR: Number.NaN },
+      { wingScaleL: 0 },
+      { wingScaleR: Infinity },
+    ];
+    for (const b of bad) expect(vannaVolgaParamViolations({ ...ok, ...b } as VannaVolgaParams).length, JSON.stringify(b)).toBeGreaterThan(0);
+    expect(vannaVolgaParamViolations(ok)).toEqual([]);
+  });
+
   it('is symmetric in log-moneyness when the pillars are symmetric around Katm = F', () => {
     const k = 0.12;
     const p: VannaVolgaParams = { K25P: F * Math.exp(-k), Katm: F, K25C: F * Math.exp(k), vol25P: 0.62, volAtm: 0.55, vol25C: 0.62 };
