@@ -18,6 +18,9 @@
  *   whose event loop is saturated adds its own queueing to the latency measured;
  * Then 100 clients plus one deliberately stalled client (subscribed to the same channels, its socket not read):
  * the 100 clients' p99 beside the run without it, and whether the service closed the stalled one (4008).
+ * Then the floor (bench/streamFloor.ts): the notifications the 1-client run received (its rate and mean size) written
+ * to 1,000 clients by a server that does nothing else, each event at once and in 10 ms windows: its CPU beside the
+ * goal's 0.3 core.
  * The clients only look for `"publishTimestamp":` in each frame (no JSON parse), so that this process's own load
  * stays small beside the service's. Targets (issue 23, on this 2-core machine): 1,000 clients p99 < 25 ms and
  * < 0.3 core more than with none; the stalled client changes nobody's p99.
@@ -31,6 +34,7 @@ import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { SUPPORTED_PAIRS, SOURCES } from '../src/domain/markets.js';
 import { QUICK, ask, forkBuilt, nextMessage, quantile, sleep, stopChild, type BenchRow } from './lib.js';
+import { runStreamFloor } from './streamFloor.js';
 
 interface Stats {
   memory: NodeJS.MemoryUsage;
@@ -50,6 +54,7 @@ const nowMs = () => performance.timeOrigin + performance.now();
 class Client {
   lat: number[] = [];
   messages = 0;
+  bytes = 0;
   recording = false;
   closedCode: number | null = null;
   constructor(readonly ws: WebSocket) {
@@ -63,6 +68,7 @@ class Client {
       while (k < data.length && data[k] !== 44 && data[k] !== 125) k++; // up to , or }
       const pub = Number(data.toString('latin1', j, k)) * 1000;
       this.messages++;
+      this.bytes += data.length;
       if (Number.isFinite(pub)) this.lat.push(at - pub);
       j = k;
     });
@@ -104,6 +110,8 @@ interface Run {
   p50: number;
   p99: number;
   msgsPerS: number;
+  /** Mean notification size, bytes (the JSON text). */
+  meanBytes: number;
   cores: number;
   main: number;
   rss: number;
@@ -132,6 +140,7 @@ async function measure(child: ReturnType<typeof forkBuilt>, clients: Client[], w
   for (const c of clients) {
     c.lat = [];
     c.messages = 0;
+    c.bytes = 0;
     c.recording = true;
   }
   const s0 = await ask<Stats>(child, 'stats');
@@ -145,7 +154,30 @@ async function measure(child: ReturnType<typeof forkBuilt>, clients: Client[], w
   for (const c of clients) c.recording = false;
   const lat = clients.flatMap((c) => c.lat);
   const msgs = clients.reduce((a, c) => a + c.messages, 0);
-  return { p50: lat.length ? quantile(lat, 0.5) : NaN, p99: lat.length ? quantile(lat, 0.99) : NaN, msgsPerS: (msgs / wall) * 1000, cores: cores(s0, s1, wall), main: mainBusy(s0, s1), rss: s1.memory.rss, ...client };
+  const bytes = clients.reduce((a, c) => a + c.bytes, 0);
+  return { meanBytes: msgs > 0 ? bytes / msgs : NaN, p50: lat.length ? quantile(lat, 0.5) : NaN, p99: lat.length ? quantile(lat, 0.99) : NaN, msgsPerS: (msgs / wall) * 1000, cores: cores(s0, s1, wall), main: mainBusy(s0, s1), rss: s1.memory.rss, ...client };
+}
+
+/** The floor rows (bench/streamFloor.ts): the 1-client run's notifications (rate, mean size) to 1,000 clients by a server doing nothing else. */
+async function floorRows(one: Run, windowS: number): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  for (const windowMs of [0, 10]) {
+    const load = { clients: 1000, eventsPerS: one.msgsPerS / 2, notificationBytes: Math.round(one.meanBytes), pairs: 9, windowMs, durationS: windowS };
+    const f = await runStreamFloor(load);
+    rows.push({
+      section: 'streaming',
+      name: `floor: the same notifications to 1,000 clients by a server doing nothing else (${windowMs === 0 ? 'each event written at once' : `one write per client per ${windowMs} ms window`}): its CPU`,
+      value: f.serverCores,
+      unit: 'cores',
+      limit: null,
+      limitName: null,
+      ratio: null,
+      target: '< 0.3 core (the budget of the whole hub)',
+      met: f.serverCores < 0.3,
+      extra: { systemCores: f.serverSystemCores, mainThreadBusy: f.serverMainBusy, eventsPerS: f.eventsPerS, writesPerS: f.writesPerS, notificationBytes: load.notificationBytes, receivedPerS: f.receivedPerS, skipped: f.skipped },
+    });
+  }
+  return rows;
 }
 
 /** Run the streaming benchmark. */
@@ -199,6 +231,9 @@ export async function runStreaming(): Promise<{ rows: BenchRow[]; notes: string[
       for (const c of clients) c.ws.terminate();
       await sleep(1000);
     }
+    // the floor: the same writes by a server doing nothing else (bench/streamFloor.ts), at the load one client measured
+    const one = runs.find((r) => r.n === 1);
+    if (one && one.msgsPerS > 0 && counts.includes(1000)) rows.push(...(await floorRows(one, windowS)));
     // one stalled client beside 100 that read
     const clients = await connect(url, 100);
     const plain = await measure(child, clients, windowS);

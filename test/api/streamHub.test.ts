@@ -61,8 +61,9 @@ afterEach(() => {
   for (const h of hubs.splice(0)) h.close();
 });
 
+/** A hub on the real chain's cache; flushMs 0 (the next turn of the event loop) unless a test sets the write window. */
 function hub(limits = {}) {
-  const h = new StreamHub(market.cache, { limits: { statusCheckMs: 60_000, ...limits } });
+  const h = new StreamHub(market.cache, { limits: { statusCheckMs: 60_000, flushMs: 0, ...limits } });
   hubs.push(h);
   return h;
 }
@@ -100,6 +101,34 @@ describe('channel names', () => {
 });
 
 describe('the hub', () => {
+  it('write window: the updates published within one window reach a connection in ONE corked write, at the window end', async () => {
+    const h = hub({ flushMs: 40 });
+    const { t, sent } = fakeTransport();
+    let corks = 0;
+    const flushedAt: number[] = [];
+    Object.assign(t, {
+      cork: () => corks++,
+      uncork: () => flushedAt.push(Date.now()),
+    });
+    const s = h.openSession(t, 'ip:test')!;
+    h.subscribe(s, (parseChannel(CH) as { channel: never }).channel, {});
+    await new Promise((r) => setTimeout(r, 60));
+    expect(sent.map((x) => data(x).sequence)).toEqual([seq]); // the current document, at the first window's end
+    // wait for the start of a window, publish three updates within it: nothing goes out before the window ends, then
+    // all three in one flush (one cork/uncork: one system call), in order
+    await new Promise((r) => setTimeout(r, 40 - (Date.now() % 40) + 2));
+    const start = Date.now();
+    const corks0 = corks;
+    const seqs = [recalibrate(), recalibrate(), recalibrate()];
+    await turn();
+    expect(sent).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(sent.slice(1).map((x) => data(x).sequence)).toEqual(seqs);
+    expect(corks - corks0).toBe(1);
+    // flushed at the window's end, not before it (the next multiple of 40 ms on the wall clock after the publish)
+    expect(flushedAt.at(-1)!).toBeGreaterThanOrEqual(start - (start % 40) + 40 - 2); // (a timer may round 1 ms early)
+  });
+
   it('interval_ms: the first update at once, then at most one per interval with the latest held (conflated)', async () => {
     const h = hub();
     const { t, sent } = fakeTransport();

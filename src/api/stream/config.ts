@@ -26,6 +26,13 @@ export const STREAM_CONFIG_SHAPE = {
   STREAM_AUTH_TIMEOUT_MS: z.coerce.number().int().min(100).default(10_000),
   /** ms between the close frame sent to a slow consumer (or any close) and the socket destroyed if the peer does not read it. */
   STREAM_CLOSE_GRACE_MS: z.coerce.number().int().min(0).default(5_000),
+  /**
+   * ms of the hub's write window: the updates published within one window reach each connection in one socket write
+   * (windows aligned to multiples of this on the wall clock). 0 (the default): every update is written at the next
+   * turn of the event loop. A socket write costs the kernel about 8 us on loopback whatever its size, so with many
+   * full-surface subscribers a window trades at most this much latency for fewer writes (docs/streaming.md "Limits").
+   */
+  STREAM_FLUSH_MS: z.coerce.number().int().min(0).max(1000).default(0),
   /** s between two sends of the `status` channel when nothing changed (the current status again, same sequence, new check time): a client hearing nothing for longer knows the service or its connection is silent. */
   STREAM_STATUS_REPEAT_S: z.coerce.number().min(1).max(3600).default(30),
 };
@@ -47,6 +54,8 @@ export interface StreamLimits {
   readonly statusCheckMs: number;
   /** ms after the last `status` message at which the unchanged status is sent again (STREAM_STATUS_REPEAT_S x 1000; default 30000). */
   readonly statusRepeatMs: number;
+  /** The write window (STREAM_FLUSH_MS; default 0 = the next turn of the event loop). */
+  readonly flushMs: number;
 }
 
 /** The documented defaults. */
@@ -63,6 +72,7 @@ export const DEFAULT_STREAM_LIMITS: StreamLimits = {
   closeGraceMs: 5_000,
   statusCheckMs: 1_000,
   statusRepeatMs: 30_000,
+  flushMs: 0,
 };
 
 /** The limits of a loaded configuration. */
@@ -80,5 +90,6 @@ export function streamLimitsFromConfig(c: { [K in keyof typeof STREAM_CONFIG_SHA
     authTimeoutMs: c.STREAM_AUTH_TIMEOUT_MS,
     closeGraceMs: c.STREAM_CLOSE_GRACE_MS,
     statusRepeatMs: c.STREAM_STATUS_REPEAT_S * 1000,
+    flushMs: c.STREAM_FLUSH_MS,
   };
 }

@@ -10,7 +10,9 @@
  *   `surface` answer and the Kafka documents carry); a funding point's sequence is its settlement time (Unix s);
  *   `status` and `iv` count their own changes / use the surface's sequence.
  * - Delivery never waits on a socket: an update is queued per subscription (latest wins while a queued one is
- *   not written yet: "conflated"), and one setImmediate writes what each connection's socket accepts, up to
+ *   not written yet: "conflated"), and one flush (at the next turn of the event loop, or at the end of the write
+ *   window `flushMs`: the updates of a window reach a connection in one socket write) writes what each connection's
+ *   socket accepts, up to
  *   `maxBufferedBytes` queued in the socket. A connection that stays above that for `stallMs` is closed with code
  *   4008 ("slow consumer"). The cache's subscriber (the pipeline) only marks connections dirty.
  * Metrics: `volsurf_stream_*` in {@link StreamHub.registry} (docs/monitoring.md).
@@ -604,23 +606,32 @@ export class StreamHub {
     }
   }
 
-  /** Schedule a flush of `s` (one setImmediate for every dirty session). */
+  /**
+   * Schedule a flush of `s`: one flush of every dirty session at the end of the current write window (the next wall
+   * clock multiple of `limits.flushMs`: what was published within a window reaches a connection in one socket write),
+   * or at the next turn of the event loop when flushMs is 0.
+   */
   markDirty(s: Session): void {
     this.dirty.add(s);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    setImmediate(() => {
-      this.flushScheduled = false;
-      const batch = [...this.dirty];
-      this.dirty.clear();
-      for (const x of batch) {
-        try {
-          x.flush();
-        } catch {
-          x.close(1011, 'internal error');
-        }
+    const w = this.limits.flushMs;
+    if (w > 0) setTimeout(() => this.flushDirty(), w - (Date.now() % w)).unref?.();
+    else setImmediate(() => this.flushDirty());
+  }
+
+  /** Flush every dirty session (markDirty's timer). */
+  private flushDirty(): void {
+    this.flushScheduled = false;
+    const batch = [...this.dirty];
+    this.dirty.clear();
+    for (const x of batch) {
+      try {
+        x.flush();
+      } catch {
+        x.close(1011, 'internal error');
       }
-    });
+    }
   }
 
   /** Release slots of interval_ms: subscriptions to release per 50 ms step, one timer per step (not one per subscription). */
