@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { pointerToPath } from '../../src/api/errors.js';
+import { streamLimitsFromConfig } from '../../src/api/stream/config.js';
 
 describe('configuration', () => {
   it('defaults to the embedded simulated market on 127.0.0.1:8080', () => {
@@ -18,6 +19,11 @@ describe('configuration', () => {
       expect(m).toContain('"70000"');
       expect(m).toContain('STALE_AFTER_S');
     }
+  });
+  it('STREAM_FLUSH_MS reaches the stream hub (default 0: each update at the next turn of the event loop); out of range is refused', () => {
+    expect(streamLimitsFromConfig(loadConfig({})).flushMs).toBe(0);
+    expect(streamLimitsFromConfig(loadConfig({ STREAM_FLUSH_MS: '25' })).flushMs).toBe(25);
+    for (const bad of ['-1', '1001', '2.5', 'soon']) expect(() => loadConfig({ STREAM_FLUSH_MS: bad }), bad).toThrow(/STREAM_FLUSH_MS/);
   });
   it('requires REPLAY_FILE in replay', () => {
     expect(() => loadConfig({ MARKET_SOURCE: 'replay' })).toThrow(/REPLAY_FILE/);

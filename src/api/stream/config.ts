@@ -29,8 +29,9 @@ export const STREAM_CONFIG_SHAPE = {
   /**
    * ms of the hub's write window: the updates published within one window reach each connection in one socket write
    * (windows aligned to multiples of this on the wall clock). 0 (the default): every update is written at the next
-   * turn of the event loop. A socket write costs the kernel about 8 us on loopback whatever its size, so with many
-   * full-surface subscribers a window trades at most this much latency for fewer writes (docs/streaming.md "Limits").
+   * turn of the event loop. A socket write costs 8 to 12 us of CPU on loopback, mostly per write rather than per byte,
+   * so with many full-surface subscribers a window trades at most this much latency for fewer writes
+   * (docs/streaming.md "Limits").
    */
   STREAM_FLUSH_MS: z.coerce.number().int().min(0).max(1000).default(0),
   /** s between two sends of the `status` channel when nothing changed (the current status again, same sequence, new check time): a client hearing nothing for longer knows the service or its connection is silent. */
