@@ -2,18 +2,7 @@ import { describe, expect, it } from 'vitest';
 import stdlibErfc from '@stdlib/math-base-special-erfc';
 import stdlibNormalCdf from '@stdlib/stats-base-dists-normal-cdf';
 import { erfc, normCdf, normInv, normPdf } from '../../src/quant/normal.js';
-
-/** A seeded uniform generator (mulberry32), so a failure names reproducible arguments. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../../adapters/simulator/rng.js';
 
 // Reference values: Abramowitz and Stegun (1964) table 26.1 and 26.2.2; quantiles as tabulated in
 // Acklam's note and standard tables (Phi^-1(0.975) = 1.959963984540054, Phi^-1(1e-10) = -6.361340902404056).
