@@ -101,47 +101,29 @@ export const VV_MAX_WING_SLOPE = 1.8;
  * vols, and (if given) K10P < K25P, K10C > K25C. Returns the violated conditions (empty when valid).
  */
 export function vannaVolgaParamViolations(p: VannaVolgaParams): string[] {
-  if (validParams(p)) return []; // the common case without building anything: every smile evaluation checks its parameters
+  // one property read per condition, messages built only for a failed one: every smile construction runs this
   const out: string[] = [];
-  for (const key of ['K25P', 'Katm', 'K25C', 'vol25P', 'volAtm', 'vol25C'] as const) {
-    const v = p[key];
-    if (!(v > 0 && Number.isFinite(v))) out.push(`${key} must be finite > 0, got ${v}`);
-  }
+  const positive = (name: string, v: number | undefined): void => {
+    if (!(v !== undefined && v > 0 && Number.isFinite(v))) out.push(`${name} must be finite > 0, got ${v}`);
+  };
+  positive('K25P', p.K25P);
+  positive('Katm', p.Katm);
+  positive('K25C', p.K25C);
+  positive('vol25P', p.vol25P);
+  positive('volAtm', p.volAtm);
+  positive('vol25C', p.vol25C);
   if (out.length > 0) return out;
   if (!(p.K25P < p.Katm && p.Katm < p.K25C)) out.push(`strikes must satisfy K25P < Katm < K25C, got ${p.K25P}, ${p.Katm}, ${p.K25C}`);
   if (p.K10P !== undefined && !(p.K10P > 0 && p.K10P < p.K25P)) out.push(`K10P must be in (0, K25P), got ${p.K10P}`);
   if (p.K10C !== undefined && !(p.K10C > p.K25C && Number.isFinite(p.K10C))) out.push(`K10C must be > K25C, got ${p.K10C}`);
-  for (const key of ['wingCurvL', 'wingCurvR'] as const) {
-    const v = p[key];
-    if (v !== undefined && !(v >= -VV_MAX_WING_SLOPE && v <= VV_MAX_WING_SLOPE)) out.push(`${key} must be in [-${VV_MAX_WING_SLOPE}, ${VV_MAX_WING_SLOPE}], got ${v}`);
-  }
-  for (const key of ['wingScaleL', 'wingScaleR'] as const) {
-    const v = p[key];
-    if (v !== undefined && !(v > 0 && Number.isFinite(v))) out.push(`${key} must be finite > 0, got ${v}`);
-  }
+  const slope = (name: string, v: number | undefined): void => {
+    if (v !== undefined && !(v >= -VV_MAX_WING_SLOPE && v <= VV_MAX_WING_SLOPE)) out.push(`${name} must be in [-${VV_MAX_WING_SLOPE}, ${VV_MAX_WING_SLOPE}], got ${v}`);
+  };
+  slope('wingCurvL', p.wingCurvL);
+  slope('wingCurvR', p.wingCurvR);
+  if (p.wingScaleL !== undefined) positive('wingScaleL', p.wingScaleL);
+  if (p.wingScaleR !== undefined) positive('wingScaleR', p.wingScaleR);
   return out;
-}
-
-/** True exactly when {@link vannaVolgaParamViolations} finds nothing (the same conditions, as one expression). */
-function validParams(p: VannaVolgaParams): boolean {
-  const positive = (v: number | undefined): boolean => v !== undefined && v > 0 && Number.isFinite(v);
-  const inSlopeBound = (v: number | undefined): boolean => v === undefined || (v >= -VV_MAX_WING_SLOPE && v <= VV_MAX_WING_SLOPE);
-  return (
-    positive(p.K25P) &&
-    positive(p.Katm) &&
-    positive(p.K25C) &&
-    positive(p.vol25P) &&
-    positive(p.volAtm) &&
-    positive(p.vol25C) &&
-    p.K25P < p.Katm &&
-    p.Katm < p.K25C &&
-    (p.K10P === undefined || (p.K10P > 0 && p.K10P < p.K25P)) &&
-    (p.K10C === undefined || (p.K10C > p.K25C && Number.isFinite(p.K10C))) &&
-    inSlopeBound(p.wingCurvL) &&
-    inSlopeBound(p.wingCurvR) &&
-    (p.wingScaleL === undefined || positive(p.wingScaleL)) &&
-    (p.wingScaleR === undefined || positive(p.wingScaleR))
-  );
 }
 
 function assertParams(fn: string, p: VannaVolgaParams): void {
@@ -154,16 +136,72 @@ function assertFT(fn: string, F: number, T: number): void {
   if (!(T > 0 && Number.isFinite(T))) throw new RangeError(`${fn}: T must be finite > 0 years, got ${T}`);
 }
 
-/** The Lagrange weights y1, y2, y3 in ln K of Castagna-Mercurio 2007 (sum to 1). */
-function weights(p: VannaVolgaParams, K: number): [number, number, number] {
+/**
+ * What the Castagna-Mercurio 2007 formulas of one VV smile need that does not depend on the strike, computed once per
+ * (p, F, T): the pillars' log-strikes l_i = ln K_i and the denominators of the Lagrange weights in ln K,
+ *   y1 = (l2 - l)(l3 - l) / ((l2 - l1)(l3 - l1)),  y2 = (l - l1)(l3 - l) / ((l2 - l1)(l3 - l2)),
+ *   y3 = (l - l1)(l - l2) / ((l3 - l1)(l3 - l2))   (sum to 1),
+ * and the pillar terms d1(K_i) d2(K_i) at the ATM vol of the second order (module docstring). `first(K)` is the first
+ * order (independent of F and T), `second(K)` the second order (NaN where its square root does not exist), `core(K)`
+ * the smile between the wing strikes: second order where it exists and is > 0, else first order where > 0, else the
+ * lowest pillar vol. The public single-strike functions and the smile all evaluate through it (issue 22: the 401
+ * strikes of a density check, the wing-strike root searches and the pillar fit's residuals prepare it once).
+ * F and T are used by `second` and `core` only.
+ */
+interface VvKernel {
+  first(K: number): number;
+  second(K: number): number;
+  core(K: number): number;
+  /** The Lagrange weights y1 and y3 at K (vannaVolgaPrice's pillar weights). */
+  outerWeights(K: number): { y1: number; y3: number };
+}
+
+function vvKernel(p: VannaVolgaParams, F: number, T: number): VvKernel {
   const l1 = Math.log(p.K25P);
   const l2 = Math.log(p.Katm);
   const l3 = Math.log(p.K25C);
-  const l = Math.log(K);
-  const y1 = ((l2 - l) * (l3 - l)) / ((l2 - l1) * (l3 - l1));
-  const y2 = ((l - l1) * (l3 - l)) / ((l2 - l1) * (l3 - l2));
-  const y3 = ((l - l1) * (l - l2)) / ((l3 - l1) * (l3 - l2));
-  return [y1, y2, y3];
+  const den1 = (l2 - l1) * (l3 - l1);
+  const den2 = (l2 - l1) * (l3 - l2);
+  const den3 = (l3 - l1) * (l3 - l2);
+  const s2 = p.volAtm;
+  const e1 = p.vol25P - s2;
+  const e3 = p.vol25C - s2;
+  const a1 = d1d2AtAtm(F, p.K25P, T, s2);
+  const a3 = d1d2AtAtm(F, p.K25C, T, s2);
+  const lowest = Math.min(p.vol25P, p.volAtm, p.vol25C);
+  const isSecond = (p.order ?? 'second') === 'second';
+  const first = (K: number): number => {
+    const l = Math.log(K);
+    return (((l2 - l) * (l3 - l)) / den1) * p.vol25P + (((l - l1) * (l3 - l)) / den2) * p.volAtm + (((l - l1) * (l - l2)) / den3) * p.vol25C;
+  };
+  const second = (K: number): number => {
+    const l = Math.log(K);
+    const y1 = ((l2 - l) * (l3 - l)) / den1;
+    const y2 = ((l - l1) * (l3 - l)) / den2;
+    const y3 = ((l - l1) * (l - l2)) / den3;
+    const D1 = y1 * p.vol25P + y2 * s2 + y3 * p.vol25C - s2;
+    const D2 = y1 * a1 * e1 * e1 + y3 * a3 * e3 * e3;
+    const u = 2 * s2 * D1 + D2;
+    const rad = s2 * s2 + d1d2AtAtm(F, K, T, s2) * u;
+    if (!(rad >= 0)) return Number.NaN;
+    return s2 + u / (s2 + Math.sqrt(rad));
+  };
+  return {
+    first,
+    second,
+    core: (K: number): number => {
+      if (isSecond) {
+        const v = second(K);
+        if (v > 0 && Number.isFinite(v)) return v;
+      }
+      const v1 = first(K);
+      return v1 > 0 && Number.isFinite(v1) ? v1 : lowest;
+    },
+    outerWeights: (K: number) => {
+      const l = Math.log(K);
+      return { y1: ((l2 - l) * (l3 - l)) / den1, y3: ((l - l1) * (l - l2)) / den3 };
+    },
+  };
 }
 
 /**
@@ -174,12 +212,7 @@ function weights(p: VannaVolgaParams, K: number): [number, number, number] {
 export function vannaVolgaFirstOrderVol(p: VannaVolgaParams, K: number): number {
   assertParams('vannaVolgaFirstOrderVol', p);
   if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaFirstOrderVol: K must be finite > 0, got ${K}`);
-  return firstOrder(p, K);
-}
-
-function firstOrder(p: VannaVolgaParams, K: number): number {
-  const [y1, y2, y3] = weights(p, K);
-  return y1 * p.vol25P + y2 * p.volAtm + y3 * p.vol25C;
+  return vvKernel(p, 1, 1).first(K); // F and T do not enter the first order
 }
 
 /** d1(x) d2(x) at the ATM vol sigma2 (Castagna-Mercurio's d1, d2 with r = 0). */
@@ -199,21 +232,7 @@ export function vannaVolgaSecondOrderVol(p: VannaVolgaParams, F: number, K: numb
   assertParams('vannaVolgaSecondOrderVol', p);
   assertFT('vannaVolgaSecondOrderVol', F, T);
   if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSecondOrderVol: K must be finite > 0, got ${K}`);
-  return secondOrder(p, F, K, T);
-}
-
-function secondOrder(p: VannaVolgaParams, F: number, K: number, T: number): number {
-  const s2 = p.volAtm;
-  const [y1, y2, y3] = weights(p, K);
-  const D1 = y1 * p.vol25P + y2 * s2 + y3 * p.vol25C - s2;
-  const e1 = p.vol25P - s2;
-  const e3 = p.vol25C - s2;
-  const D2 = y1 * d1d2AtAtm(F, p.K25P, T, s2) * e1 * e1 + y3 * d1d2AtAtm(F, p.K25C, T, s2) * e3 * e3;
-  const u = 2 * s2 * D1 + D2;
-  const dd = d1d2AtAtm(F, K, T, s2);
-  const rad = s2 * s2 + dd * u;
-  if (!(rad >= 0)) return Number.NaN;
-  return s2 + u / (s2 + Math.sqrt(rad));
+  return vvKernel(p, F, T).second(K);
 }
 
 /**
@@ -227,7 +246,7 @@ export function vannaVolgaPrice(p: VannaVolgaParams, F: number, K: number, T: nu
   assertFT('vannaVolgaPrice', F, T);
   if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaPrice: K must be finite > 0, got ${K}`);
   const s2 = p.volAtm;
-  const [y1, , y3] = weights(p, K);
+  const { y1, y3 } = vvKernel(p, F, T).outerWeights(K);
   const vegaK = black76Greeks(F, K, T, s2, 'C').vega;
   const v1 = black76Greeks(F, p.K25P, T, s2, 'C').vega;
   const v3 = black76Greeks(F, p.K25C, T, s2, 'C').vega;
@@ -253,51 +272,6 @@ export function vannaVolgaPriceImpliedVol(p: VannaVolgaParams, F: number, K: num
 }
 
 /**
- * The VV smile between the wing strikes, K -> vol: second (or first) order with the documented fallbacks (second
- * order where it exists and is > 0, else first order where > 0, else the lowest pillar vol). What does not depend on
- * K is computed once per (p, F, T): the pillars' log-strikes and the Lagrange denominators of {@link weights}, the
- * pillar terms d1 d2 (sigma_i - sigma_2)^2 of {@link secondOrder}. Every expression is the one of {@link firstOrder}
- * and {@link secondOrder}, evaluated in the same order, so each vol is bit-identical to theirs (tested); the smile's
- * 401-strike density checks, the wing-strike root searches and the pillar fit's residuals call it (issue 22: the
- * kernel without repeated work).
- */
-function coreSmile(p: VannaVolgaParams, F: number, T: number): (K: number) => number {
-  const second = (p.order ?? 'second') === 'second';
-  const l1 = Math.log(p.K25P);
-  const l2 = Math.log(p.Katm);
-  const l3 = Math.log(p.K25C);
-  const den1 = (l2 - l1) * (l3 - l1);
-  const den2 = (l2 - l1) * (l3 - l2);
-  const den3 = (l3 - l1) * (l3 - l2);
-  const s2 = p.volAtm;
-  const e1 = p.vol25P - s2;
-  const e3 = p.vol25C - s2;
-  const a1 = second ? d1d2AtAtm(F, p.K25P, T, s2) : 0;
-  const a3 = second ? d1d2AtAtm(F, p.K25C, T, s2) : 0;
-  const lowest = Math.min(p.vol25P, p.volAtm, p.vol25C);
-  return (K: number): number => {
-    const l = Math.log(K);
-    const y1 = ((l2 - l) * (l3 - l)) / den1;
-    const y2 = ((l - l1) * (l3 - l)) / den2;
-    const y3 = ((l - l1) * (l - l2)) / den3;
-    if (second) {
-      const D1 = y1 * p.vol25P + y2 * s2 + y3 * p.vol25C - s2;
-      const D2 = y1 * a1 * e1 * e1 + y3 * a3 * e3 * e3;
-      const u = 2 * s2 * D1 + D2;
-      const dd = d1d2AtAtm(F, K, T, s2);
-      const rad = s2 * s2 + dd * u;
-      if (rad >= 0) {
-        const v = s2 + u / (s2 + Math.sqrt(rad));
-        if (v > 0 && Number.isFinite(v)) return v;
-      }
-    }
-    const v1 = y1 * p.vol25P + y2 * p.volAtm + y3 * p.vol25C;
-    if (v1 > 0 && Number.isFinite(v1)) return v1;
-    return lowest;
-  };
-}
-
-/**
  * Wing boundaries of a VV smile: the strikes whose forward Black call delta on the VV smile (between the
  * pillars' second/first-order formula) is 0.90 (K10P, below the 25-delta put) and 0.10 (K10C, above the
  * 25-delta call), by {@link strikeFromDelta}. If the root search fails, or gives a strike not beyond the
@@ -308,7 +282,11 @@ function coreSmile(p: VannaVolgaParams, F: number, T: number): (K: number) => nu
 export function vannaVolgaWingStrikes(p: VannaVolgaParams, F: number, T: number): { K10P: number; K10C: number } {
   assertParams('vannaVolgaWingStrikes', p);
   assertFT('vannaVolgaWingStrikes', F, T);
-  const smile = coreSmile(p, F, T);
+  return wingStrikesOn(p, F, T, vvKernel(p, F, T).core);
+}
+
+/** {@link vannaVolgaWingStrikes} on the core smile `smile` of p (checked parameters). */
+function wingStrikesOn(p: VannaVolgaParams, F: number, T: number, smile: (K: number) => number): { K10P: number; K10C: number } {
   const solve = (delta: number): number => {
     try {
       return strikeFromDelta(delta, F, T, smile);
@@ -332,10 +310,12 @@ export function vannaVolgaWingStrikes(p: VannaVolgaParams, F: number, T: number)
  * @throws RangeError on invalid parameters, F or T
  */
 export function vannaVolgaSmile(p: VannaVolgaParams, F: number, T: number): (K: number) => number {
-  const t = vannaVolgaWingTerms(p, F, T);
+  assertParams('vannaVolgaSmile', p);
+  assertFT('vannaVolgaSmile', F, T);
+  const core = vvKernel(p, F, T).core;
+  const t = wingTermsOn(p, F, T, core);
   const cLo = wingCurvatureBound(p.wingCurvL ?? 0, t, 'L');
   const cHi = wingCurvatureBound(p.wingCurvR ?? 0, t, 'R');
-  const core = coreSmile(p, F, T);
   return (K: number): number => {
     if (!(K > 0 && Number.isFinite(K))) throw new RangeError(`vannaVolgaSmile: K must be finite > 0, got ${K}`);
     const k = Math.log(K / F);
@@ -367,10 +347,14 @@ interface VannaVolgaWingTerms {
 function vannaVolgaWingTerms(p: VannaVolgaParams, F: number, T: number): VannaVolgaWingTerms {
   assertParams('vannaVolgaSmile', p);
   assertFT('vannaVolgaSmile', F, T);
-  const wings = p.K10P !== undefined && p.K10C !== undefined ? { K10P: p.K10P, K10C: p.K10C } : vannaVolgaWingStrikes(p, F, T);
+  return wingTermsOn(p, F, T, vvKernel(p, F, T).core);
+}
+
+/** {@link vannaVolgaWingTerms} on the core smile `core` of p (checked parameters, F and T). */
+function wingTermsOn(p: VannaVolgaParams, F: number, T: number, core: (K: number) => number): VannaVolgaWingTerms {
+  const wings = p.K10P !== undefined && p.K10C !== undefined ? { K10P: p.K10P, K10C: p.K10C } : wingStrikesOn(p, F, T, core);
   const kLo = Math.log(wings.K10P / F);
   const kHi = Math.log(wings.K10C / F);
-  const core = coreSmile(p, F, T);
   const w = (k: number): number => {
     const v = core(F * Math.exp(k));
     return v * v * T;
@@ -1081,8 +1065,8 @@ function fitPillarVols(
     const p = at(x);
     let sm: (K: number) => number;
     try {
-      const w = vannaVolgaWingStrikes(p, F, T);
-      sm = vannaVolgaSmile({ ...p, K10P: w.K10P, K10C: w.K10C }, F, T);
+      // the wing strikes of these pillars, solved inside on the same prepared core
+      sm = vannaVolgaSmile({ ...p, K10P: undefined, K10C: undefined }, F, T);
     } catch {
       return inside.map(() => Number.NaN);
     }
