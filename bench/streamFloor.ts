@@ -17,12 +17,13 @@
  * the same machine). Usage alone: `npx tsx bench/streamFloor.ts [clients=1000] [eventsPerS=29.75] [frameBytes=10800]
  * [windowMs=0] [durationS=20]`.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import WebSocket, { WebSocketServer } from 'ws';
 import { notificationText, textFrame } from '../src/api/stream/hub.js';
+import { nextMessage } from './lib.js';
 
 /** What one floor run writes. */
 export interface FloorLoad {
@@ -123,26 +124,12 @@ async function serve(): Promise<void> {
   process.exit(0);
 }
 
-function next<T>(child: ChildProcess, type: string): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onMessage = (m: { type?: string }) => {
-      if (m?.type !== type) return;
-      child.off('message', onMessage);
-      child.off('exit', onExit);
-      resolve(m as T);
-    };
-    const onExit = (code: number | null) => reject(new Error(`stream floor server exited (${code}) before '${type}'`));
-    child.on('message', onMessage);
-    child.once('exit', onExit);
-  });
-}
-
 /** One floor run: a server child with `load`, its clients in this process. */
 export async function runStreamFloor(load: FloorLoad): Promise<FloorResult> {
   const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const clients: WebSocket[] = [];
   try {
-    const { url } = await next<{ url: string }>(child, 'url');
+    const { url } = await nextMessage<{ url: string }>(child, (m) => m?.type === 'url', 60_000);
     let received = 0;
     let counting = false;
     for (let i = 0; i < load.clients; i += 50) {
@@ -159,7 +146,7 @@ export async function runStreamFloor(load: FloorLoad): Promise<FloorResult> {
       });
       await Promise.all(batch);
     }
-    const done = next<Omit<FloorResult, 'receivedPerS'>>(child, 'result');
+    const done = nextMessage<Omit<FloorResult, 'receivedPerS'>>(child, (m) => m?.type === 'result', (load.durationS + 60) * 1000);
     counting = true;
     const t0 = performance.now();
     child.send({ type: 'start', load } satisfies StartMessage);
